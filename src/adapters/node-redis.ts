@@ -1,0 +1,149 @@
+import type { ClientDriver } from './types.js';
+
+type Listener = (...args: never[]) => void;
+
+/** The parts of a node-redis (v4+) client or cluster client we use. */
+export interface NodeRedisLike {
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+  options?: {
+    url?: string;
+    socket?: { host?: string; port?: number; path?: string };
+    database?: number;
+    rootNodes?: Array<{ url?: string; socket?: { host?: string; port?: number } }>;
+  };
+  sendCommand(...args: unknown[]): Promise<unknown>;
+  duplicate(): NodeRedisLike;
+  connect(): Promise<unknown>;
+  subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  on(event: string, listener: Listener): unknown;
+  once(event: string, listener: Listener): unknown;
+  removeListener(event: string, listener: Listener): unknown;
+  close?(): Promise<unknown>;
+  quit?(): Promise<unknown>;
+  destroy?(): void;
+  disconnect?(): Promise<unknown>;
+}
+
+export function isNodeRedis(client: unknown): client is NodeRedisLike {
+  const c = client as Partial<NodeRedisLike> | null;
+  return (
+    typeof c === 'object' &&
+    c !== null &&
+    typeof c.sendCommand === 'function' &&
+    typeof c.isOpen === 'boolean' &&
+    typeof c.duplicate === 'function'
+  );
+}
+
+export function isNodeRedisCluster(client: NodeRedisLike): boolean {
+  return Array.isArray(client.options?.rootNodes);
+}
+
+export function nodeRedisName(client: NodeRedisLike): string {
+  const o = client.options ?? {};
+  if (o.rootNodes) {
+    return `cluster(${o.rootNodes.map((n) => (n.url ? address(n.url) : `${n.socket?.host ?? 'localhost'}:${n.socket?.port ?? 6379}`)).join(',')})`;
+  }
+  const base =
+    o.socket?.path ??
+    (o.socket?.host || o.socket?.port
+      ? `${o.socket.host ?? 'localhost'}:${o.socket.port ?? 6379}`
+      : o.url
+        ? address(o.url)
+        : 'localhost:6379');
+  return o.database ? `${base}/${o.database}` : base;
+}
+
+function address(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || 'localhost'}:${u.port || 6379}`;
+  } catch {
+    return url;
+  }
+}
+
+/** node-redis driver: standalone `createClient` or `createCluster`. The user keeps ownership of the client. */
+export class NodeRedisDriver implements ClientDriver {
+  readonly name: string;
+  readonly isCluster: boolean;
+  private subscriber: Promise<NodeRedisLike> | undefined;
+  private subscriberClient: NodeRedisLike | undefined;
+  private readonly handlers = new Map<string, () => void>();
+  private readonly errorListeners: Array<(e: Error) => void> = [];
+  private closed = false;
+
+  constructor(private readonly client: NodeRedisLike) {
+    this.name = nodeRedisName(client);
+    this.isCluster = isNodeRedisCluster(client);
+    // node-redis throws an 'error' event with no listener; a lock library must not crash the process for a node outage.
+    client.on('error', (e: Error) => this.emitError(e));
+  }
+
+  state(): 'ready' | 'connecting' | 'closed' {
+    if (this.closed || !this.client.isOpen) return 'closed';
+    return this.client.isReady ? 'ready' : 'connecting';
+  }
+
+  whenReady(callback: () => void): () => void {
+    const listener = (): void => callback();
+    this.client.once('ready', listener);
+    return () => this.client.removeListener('ready', listener);
+  }
+
+  send(args: readonly string[]): Promise<unknown> {
+    if (!this.isCluster) return this.client.sendCommand([...args]);
+    // EVAL/EVALSHA: args[2] is numkeys, args[3] the first key, which picks the slot.
+    return this.client.sendCommand(args[3], false, [...args]);
+  }
+
+  async subscribe(channel: string, onMessage: () => void): Promise<void> {
+    this.handlers.set(channel, onMessage);
+    const sub = await this.subscriberConnection();
+    await sub.subscribe(channel, () => this.handlers.get(channel)?.());
+  }
+
+  async unsubscribe(channel: string): Promise<void> {
+    this.handlers.delete(channel);
+    const sub = this.subscriberClient;
+    if (sub?.isReady) await sub.unsubscribe(channel);
+  }
+
+  onError(listener: (error: Error) => void): void {
+    this.errorListeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const sub = this.subscriberClient;
+    this.subscriber = undefined;
+    this.subscriberClient = undefined;
+    if (!sub) return;
+    if (sub.destroy) sub.destroy();
+    else await sub.disconnect?.().catch(() => undefined);
+  }
+
+  private subscriberConnection(): Promise<NodeRedisLike> {
+    if (!this.subscriber) {
+      const sub = this.client.duplicate();
+      this.subscriberClient = sub;
+      sub.on('error', (e: Error) => this.emitError(e));
+      this.subscriber = sub.connect().then(() => sub);
+      this.subscriber.catch(() => {
+        // Try again on the next subscribe rather than keeping a dead connection.
+        if (this.subscriberClient === sub) {
+          this.subscriber = undefined;
+          this.subscriberClient = undefined;
+          sub.destroy?.();
+        }
+      });
+    }
+    return this.subscriber;
+  }
+
+  private emitError(error: Error): void {
+    for (const listener of this.errorListeners) listener(error);
+  }
+}

@@ -1,0 +1,92 @@
+import { NodeError, NodeTimeoutError } from '../errors.js';
+import type { ClientDriver, RedisNode, Script } from './types.js';
+
+/**
+ * Turns a client driver into a RedisNode with the guarantees the algorithm
+ * relies on: a request never waits past its timeout, a command is only sent
+ * on a ready connection (so nothing sits in a client's offline queue and
+ * runs long after we gave up), and every error names the node.
+ */
+export class DriverNode implements RedisNode {
+  readonly name: string;
+  readonly isCluster: boolean;
+  onConnectionError?: (error: Error) => void;
+  private lastError: Error | undefined;
+
+  constructor(private readonly driver: ClientDriver) {
+    this.name = driver.name;
+    this.isCluster = driver.isCluster;
+    driver.onError((error) => {
+      this.lastError = error;
+      this.onConnectionError?.(error);
+    });
+  }
+
+  async run(script: Script, keys: readonly string[], args: readonly string[], timeoutMs: number): Promise<unknown> {
+    const deadline = performance.now() + timeoutMs;
+    const tail = [String(keys.length), ...keys, ...args];
+    const what = `${script.name} script`;
+    try {
+      return await this.bounded(() => this.driver.send(['EVALSHA', script.sha, ...tail]), deadline, timeoutMs, what);
+    } catch (error) {
+      if (!(error instanceof NodeError) || !error.message.includes('NOSCRIPT')) throw error;
+      // The node restarted or its script cache was flushed: EVAL sends the body and caches it again.
+      return this.bounded(() => this.driver.send(['EVAL', script.source, ...tail]), deadline, timeoutMs, what);
+    }
+  }
+
+  subscribe(channel: string, onMessage: () => void, timeoutMs: number): Promise<void> {
+    return this.bounded(() => this.driver.subscribe(channel, onMessage), performance.now() + timeoutMs, timeoutMs, 'subscribe');
+  }
+
+  unsubscribe(channel: string): Promise<void> {
+    return this.driver.unsubscribe(channel).catch(() => undefined);
+  }
+
+  close(): Promise<void> {
+    return this.driver.close();
+  }
+
+  /** Waits for a ready connection and then for the answer, both within one deadline. */
+  private bounded<T>(send: () => Promise<T>, deadline: number, timeoutMs: number, what: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let done = false;
+      let stopWaiting: (() => void) | undefined;
+      const settle = (fn: () => void): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        stopWaiting?.();
+        fn();
+      };
+      const go = (): void => {
+        send().then(
+          (value) => settle(() => resolve(value)),
+          (error: unknown) => settle(() => reject(this.wrap(error, what))),
+        );
+      };
+      const timer = setTimeout(() => settle(() => reject(this.timeoutError(timeoutMs, what))), Math.max(0, deadline - performance.now()));
+      const state = this.driver.state();
+      if (state === 'ready') go();
+      else if (state === 'closed') settle(() => reject(new NodeError(this.name, `connection is closed (${what})`)));
+      else
+        stopWaiting = this.driver.whenReady(() => {
+          if (!done) go();
+        });
+    });
+  }
+
+  private timeoutError(timeoutMs: number, what: string): NodeError {
+    if (this.driver.state() !== 'ready' && this.lastError) {
+      const message = `not connected within ${timeoutMs} ms, last error: ${this.lastError.message} (${what})`;
+      return new NodeError(this.name, message, { cause: this.lastError });
+    }
+    return new NodeTimeoutError(this.name, timeoutMs);
+  }
+
+  private wrap(error: unknown, what: string): NodeError {
+    if (error instanceof NodeError) return error;
+    const e = error instanceof Error ? error : new Error(String(error));
+    return new NodeError(this.name, `${e.message} (${what})`, { cause: e });
+  }
+}

@@ -1,0 +1,11 @@
+import type { ResolvedRetry } from '../options.js';
+
+/**
+ * Delay before retry number `attempt` (0-based): capped exponential growth,
+ * with full jitter (uniform in [0, cap]) so that waiters that failed together
+ * do not come back together.
+ */
+export function backoffDelay(retry: ResolvedRetry, attempt: number, random: () => number = Math.random): number {
+  const cap = Math.min(retry.maxDelay, retry.minDelay * retry.factor ** Math.min(attempt, 64));
+  return retry.jitter === 'full' ? random() * cap : cap;
+}

@@ -1,0 +1,299 @@
+import { randomBytes } from 'node:crypto';
+import type { RedisNode } from '../adapters/index.js';
+import { monotonicNow } from '../clock.js';
+import { NodeError, type NodeFailure } from '../errors.js';
+import { keysFor, markerKey, type ResourceKeys } from '../keys.js';
+import { driftOf, type ResolvedManagerOptions } from '../options.js';
+import { scripts } from '../scripts/index.js';
+import { Quarantine } from './quarantine.js';
+
+/**
+ * The protocol, in one place. One node is the single-instance lock; N nodes
+ * are Redlock. Every step sends the same request to all nodes in parallel,
+ * each bounded by nodeTimeout, and counts answers against the quorum
+ * floor(N/2) + 1. Lease arithmetic uses the monotonic clock only:
+ *
+ *   validity = ttl - elapsed - drift,   drift = floor(ttl * driftFactor) + 2
+ *
+ * measured from just before the first request left.
+ */
+
+/** What one successful acquire hands to a Lock. */
+export interface Grant {
+  readonly resources: readonly string[];
+  readonly token: string;
+  readonly fence: bigint;
+  readonly ttl: number;
+  /** monotonic ms at which the guaranteed validity ends */
+  readonly validUntil: number;
+  /** per node: the epoch it had when we took the lock there ('' where we did not) */
+  readonly epochs: readonly string[];
+}
+
+export type Attempt =
+  | { readonly kind: 'acquired'; readonly grant: Grant }
+  /** Someone else holds it; `retryAfter` ms from now the holder's keys expire on enough nodes for a quorum. */
+  | { readonly kind: 'busy'; readonly retryAfter: number; readonly busyNodes: number }
+  /** Not enough nodes answered; contention was not the reason. */
+  | { readonly kind: 'no-quorum'; readonly successes: number; readonly needed: number; readonly failures: readonly NodeFailure[] }
+  /** A quorum said yes but too late: the lease was used up on the way (slow nodes, drift). */
+  | { readonly kind: 'expired' };
+
+export interface NodeErrorReport {
+  (node: RedisNode, error: Error, operation: string, resources: readonly string[]): void;
+}
+
+type AcquireReply =
+  | { kind: 'granted'; fence: bigint; epoch: string; age: number }
+  | { kind: 'held'; pttl: number; epoch: string; age: number }
+  | { kind: 'error'; error: Error };
+
+export class Redlock {
+  readonly quorum: number;
+  private readonly marker: string;
+  private readonly quarantine: Quarantine;
+
+  constructor(
+    readonly nodes: readonly RedisNode[],
+    readonly options: ResolvedManagerOptions,
+    private readonly reportNodeError: NodeErrorReport,
+  ) {
+    this.quorum = Math.floor(nodes.length / 2) + 1;
+    this.marker = markerKey(options.keyPrefix);
+    this.quarantine = new Quarantine(options.restartQuarantine, nodes.length);
+  }
+
+  keys(resources: readonly string[]): ResourceKeys[] {
+    return resources.map((r) => keysFor(this.options.keyPrefix, r));
+  }
+
+  static newToken(): string {
+    // 144 random bits: unguessable, and never equal to another holder's.
+    return randomBytes(18).toString('base64url');
+  }
+
+  /** One acquire round on all nodes. On any failure, it has already released what it took. */
+  async acquireOnce(resources: readonly string[], token: string, ttl: number): Promise<Attempt> {
+    const keys = this.keys(resources);
+    const keyArgs = [...keys.map((k) => k.lock), ...keys.map((k) => k.fence), this.marker];
+    const freshEpoch = randomBytes(8).toString('hex');
+    const start = monotonicNow();
+    const replies = await Promise.all(
+      this.nodes.map((node) =>
+        node
+          .run(scripts.acquire, keyArgs, [token, String(ttl), String(resources.length), freshEpoch], this.options.nodeTimeout)
+          .then((reply) => arrayReply(reply, 4, node, 'acquire'))
+          .then(parseAcquireReply, (error: Error): AcquireReply => ({ kind: 'error', error })),
+      ),
+    );
+    const now = monotonicNow();
+
+    const winners: number[] = [];
+    const failures: NodeFailure[] = [];
+    const heldFor: number[] = [];
+    replies.forEach((reply, i) => {
+      const node = this.nodes[i] as RedisNode;
+      if (reply.kind === 'error') {
+        failures.push({ node: node.name, error: reply.error });
+        this.reportNodeError(node, reply.error, 'acquire', resources);
+        return;
+      }
+      this.quarantine.observe(i, reply.epoch, now);
+      if (reply.kind === 'held') return void heldFor.push(reply.pttl < 0 ? Infinity : reply.pttl);
+      const excluded = this.quarantine.excludes(i, ttl, reply.age, now);
+      if (excluded) failures.push({ node: node.name, error: new NodeError(node.name, excluded) });
+      else winners.push(i);
+    });
+
+    if (winners.length >= this.quorum) {
+      const grant = await this.agreeOnFence(resources, keys, token, ttl, start, replies, winners, failures);
+      if (grant) return { kind: 'acquired', grant };
+    }
+
+    // Release wherever the key may have been written: winners, quarantined
+    // nodes and nodes whose answer we never saw. Nodes that answered "held" wrote nothing.
+    const touched = this.nodes.map((_, i) => i).filter((i) => replies[i]?.kind !== 'held');
+    await this.releaseOn(touched, keys, token, resources);
+
+    if (heldFor.length > this.nodes.length - this.quorum) {
+      // The holder's keys must vanish from enough of the busy nodes before a quorum is free.
+      const needed = heldFor.length - (this.nodes.length - this.quorum);
+      const retryAfter = heldFor.sort((a, b) => a - b)[needed - 1] as number;
+      return { kind: 'busy', retryAfter, busyNodes: needed };
+    }
+    if (winners.length < this.quorum) return { kind: 'no-quorum', successes: winners.length, needed: this.quorum, failures };
+    return { kind: 'expired' };
+  }
+
+  /**
+   * The fence is the largest counter in the quorum, written back to the quorum
+   * members that had less: the next holder's quorum overlaps ours in at least
+   * one node, whose counter then already exceeds our fence.
+   */
+  private async agreeOnFence(
+    resources: readonly string[],
+    keys: ResourceKeys[],
+    token: string,
+    ttl: number,
+    start: number,
+    replies: AcquireReply[],
+    winners: number[],
+    failures: NodeFailure[],
+  ): Promise<Grant | undefined> {
+    const fenceOf = (i: number): bigint => (replies[i] as { fence: bigint }).fence;
+    const fence = winners.reduce((max, i) => (fenceOf(i) > max ? fenceOf(i) : max), 0n);
+    const behind = winners.filter((i) => fenceOf(i) < fence);
+    let confirmed = winners;
+    if (behind.length > 0) {
+      const fenceKeys = keys.map((k) => k.fence);
+      const raised = await Promise.all(
+        behind.map((i) =>
+          (this.nodes[i] as RedisNode).run(scripts.raiseFence, fenceKeys, [fence.toString()], this.options.nodeTimeout).then(
+            () => true,
+            (error: Error) => {
+              failures.push({ node: (this.nodes[i] as RedisNode).name, error });
+              this.reportNodeError(this.nodes[i] as RedisNode, error, 'fence write-back', resources);
+              return false;
+            },
+          ),
+        ),
+      );
+      confirmed = winners.filter((i) => !behind.includes(i) || raised[behind.indexOf(i)]);
+    }
+    const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
+    if (confirmed.length < this.quorum || validUntil <= monotonicNow()) return undefined;
+    const epochs = this.nodes.map((_, i) => {
+      const reply = replies[i];
+      return reply?.kind === 'granted' ? reply.epoch : '';
+    });
+    return { resources, token, fence, ttl, validUntil, epochs };
+  }
+
+  /**
+   * Compare-and-extend on all nodes. Resolves with the new grant when a quorum
+   * extended and validity is left; otherwise with the failures, and the lock is lost.
+   */
+  async extend(grant: Grant, ttl: number): Promise<{ grant: Grant } | { failures: NodeFailure[]; extended: number }> {
+    const keys = this.keys(grant.resources);
+    const keyArgs = [...keys.map((k) => k.lock), this.marker];
+    const start = monotonicNow();
+    const failures: NodeFailure[] = [];
+    const epochs = [...grant.epochs];
+    const counts = await Promise.all(
+      this.nodes.map((node, i) =>
+        node
+          .run(scripts.extend, keyArgs, [grant.token, String(ttl), grant.epochs[i] ?? ''], this.options.nodeTimeout)
+          .then((reply) => arrayReply(reply, 2, node, 'extend'))
+          .then(
+            ([extended, epoch]) => {
+              this.quarantine.observe(i, typeof epoch === 'string' ? epoch : null, monotonicNow());
+              if (typeof epoch === 'string' && Number(extended) === keys.length) epochs[i] = epoch;
+              return Number(extended);
+            },
+            (error: Error) => {
+              failures.push({ node: node.name, error });
+              this.reportNodeError(node, error, 'extend', grant.resources);
+              return 0;
+            },
+          ),
+      ),
+    );
+    const extended = counts.filter((c) => c === keys.length).length;
+    const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
+    if (extended >= this.quorum && validUntil > monotonicNow()) {
+      return { grant: { ...grant, ttl, validUntil, epochs } };
+    }
+    return { failures, extended };
+  }
+
+  /** Compare-and-delete on every node; never throws. */
+  async release(grant: Grant): Promise<{ released: number; nodes: number }> {
+    const all = this.nodes.map((_, i) => i);
+    const released = await this.releaseOn(all, this.keys(grant.resources), grant.token, grant.resources);
+    return { released, nodes: this.nodes.length };
+  }
+
+  private async releaseOn(indexes: number[], keys: ResourceKeys[], token: string, resources: readonly string[]): Promise<number> {
+    const lockKeys = keys.map((k) => k.lock);
+    const channels = keys.map((k) => k.channel);
+    const deleted = await Promise.all(
+      indexes.map((i) => {
+        const node = this.nodes[i] as RedisNode;
+        return node.run(scripts.release, lockKeys, [token, ...channels], this.options.nodeTimeout).then(
+          (n) => Number(n) > 0,
+          (error: Error) => {
+            this.reportNodeError(node, error, 'release', resources);
+            return false;
+          },
+        );
+      }),
+    );
+    return deleted.filter(Boolean).length;
+  }
+
+  /** Per node: holder, remaining ms, fence counter, or the node's error. Read-only. */
+  inspect(resource: string): Promise<NodeView[]> {
+    const [k] = this.keys([resource]) as [ResourceKeys];
+    return Promise.all(
+      this.nodes.map((node) =>
+        node
+          .run(scripts.inspect, [k.lock, k.fence, this.marker], [], this.options.nodeTimeout)
+          .then((reply) => arrayReply(reply, 3, node, 'inspect'))
+          .then(
+            ([owner, pttl, fence]): NodeView => {
+              return {
+                node: node.name,
+                owner: typeof owner === 'string' ? owner : null,
+                remaining: typeof owner === 'string' ? Math.max(-1, Number(pttl)) : 0,
+                fence: fence === null || fence === undefined ? 0n : BigInt(String(fence)),
+                error: null,
+              };
+            },
+            (error: Error): NodeView => ({ node: node.name, owner: null, remaining: 0, fence: null, error }),
+          ),
+      ),
+    );
+  }
+
+  /** Admin: delete the lock key on every node whoever holds it; resolves with how many nodes had it. */
+  async forceRelease(resource: string): Promise<{ deleted: number; failures: NodeFailure[] }> {
+    const [k] = this.keys([resource]) as [ResourceKeys];
+    const failures: NodeFailure[] = [];
+    const results = await Promise.all(
+      this.nodes.map((node) =>
+        node.run(scripts.forceRelease, [k.lock], [k.channel], this.options.nodeTimeout).then(
+          (n) => Number(n),
+          (error: Error) => {
+            failures.push({ node: node.name, error });
+            this.reportNodeError(node, error, 'forceRelease', [resource]);
+            return 0;
+          },
+        ),
+      ),
+    );
+    return { deleted: results.reduce((a, b) => a + b, 0), failures };
+  }
+}
+
+/** One node's view of a resource, as `LockManager.inspect` reports it. */
+export interface NodeView {
+  readonly node: string;
+  /** the holder's owner token, or null when free (or on error) */
+  readonly owner: string | null;
+  /** ms left on the lease (-1: no expiry); 0 when free */
+  readonly remaining: number;
+  /** the resource's fence counter on this node; null on error */
+  readonly fence: bigint | null;
+  readonly error: Error | null;
+}
+
+function parseAcquireReply([ok, value, epoch, age]: unknown[]): AcquireReply {
+  if (Number(ok) === 1) return { kind: 'granted', fence: BigInt(String(value)), epoch: String(epoch), age: Number(age) };
+  return { kind: 'held', pttl: Number(value), epoch: String(epoch), age: Number(age) };
+}
+
+/** Script replies are arrays of a known length; anything else is the node's fault, reported as its error. */
+function arrayReply(reply: unknown, length: number, node: RedisNode, script: string): unknown[] {
+  if (Array.isArray(reply) && reply.length >= length) return reply as unknown[];
+  throw new NodeError(node.name, `unexpected ${script} script reply: ${JSON.stringify(reply)}`);
+}

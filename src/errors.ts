@@ -1,0 +1,82 @@
+/**
+ * Every error fencelock throws extends LockError and carries a stable `code`,
+ * so callers can branch on `err.code` without importing classes across
+ * package versions.
+ */
+export class LockError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Bad input, found before any command reached Redis. */
+export class InvalidArgumentError extends LockError {
+  constructor(message: string) {
+    super('INVALID_ARGUMENT', message);
+  }
+}
+
+/** `acquire` waited its whole timeout without getting the lock. */
+export class LockTimeoutError extends LockError {
+  readonly resources: readonly string[];
+  readonly timeout: number;
+  constructor(resources: readonly string[], timeout: number, detail = '') {
+    super('ACQUIRE_TIMEOUT', `could not acquire ${describe(resources)} within ${timeout} ms${detail ? `: ${detail}` : ''}`);
+    this.resources = resources;
+    this.timeout = timeout;
+  }
+}
+
+/** One node's failure inside a quorum operation. */
+export interface NodeFailure {
+  /** the node's address, e.g. `127.0.0.1:7001` */
+  readonly node: string;
+  readonly error: Error;
+}
+
+/** A quorum could not be reached because nodes errored or timed out (not because someone else holds the lock). */
+export class QuorumError extends LockError {
+  readonly resources: readonly string[];
+  readonly nodeErrors: readonly NodeFailure[];
+  constructor(resources: readonly string[], operation: string, succeeded: number, needed: number, nodeErrors: readonly NodeFailure[]) {
+    const list = nodeErrors.map((f) => `${f.node}: ${f.error.message}`).join('; ');
+    super('NO_QUORUM', `${operation} ${describe(resources)}: ${succeeded} of ${needed} nodes needed for a quorum answered (${list})`, {
+      cause: nodeErrors[0]?.error,
+    });
+    this.resources = resources;
+    this.nodeErrors = nodeErrors;
+  }
+}
+
+/** The lock is no longer held: an extension failed, or its validity ran out. */
+export class LockLostError extends LockError {
+  readonly resources: readonly string[];
+  constructor(resources: readonly string[], reason: string, options?: { cause?: unknown }) {
+    super('LOCK_LOST', `lock on ${describe(resources)} lost: ${reason}`, options);
+    this.resources = resources;
+  }
+}
+
+/** A Redis node failed a request: refused, timed out, or answered with an error reply. */
+export class NodeError extends LockError {
+  readonly node: string;
+  constructor(node: string, message: string, options?: { cause?: unknown }, code = 'NODE_ERROR') {
+    super(code, `${node}: ${message}`, options);
+    this.node = node;
+  }
+}
+
+/** A node's request did not answer within `nodeTimeout`. */
+export class NodeTimeoutError extends NodeError {
+  constructor(node: string, timeout: number) {
+    super(node, `no answer within ${timeout} ms (node down, hung or unreachable)`, undefined, 'NODE_TIMEOUT');
+  }
+}
+
+export function describe(resources: readonly string[]): string {
+  const text = resources.map((r) => JSON.stringify(r.length > 80 ? `${r.slice(0, 77)}...` : r)).join(', ');
+  return resources.length === 1 ? `resource ${text}` : `resources [${text}]`;
+}

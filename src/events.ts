@@ -1,0 +1,14 @@
+import type { LockLostError } from './errors.js';
+
+/** Payloads of the manager's events. Every one names the resources; node events name the node. */
+export interface LockEvents {
+  acquired: [{ resources: readonly string[]; fence: bigint; value: string; attempts: number; waited: number }];
+  released: [{ resources: readonly string[]; fence: bigint; released: number; nodes: number }];
+  extended: [{ resources: readonly string[]; fence: bigint; ttl: number; remaining: number }];
+  lost: [{ resources: readonly string[]; fence: bigint; error: LockLostError }];
+  nodeError: [{ node: string; error: Error; operation: string; resources: readonly string[] }];
+  retry: [{ resources: readonly string[]; attempt: number; reason: 'notified' | 'timer'; waited: number }];
+}
+
+export type LockEventName = keyof LockEvents;
+export type LockEventListener<E extends LockEventName> = (...args: LockEvents[E]) => void;

@@ -1,0 +1,23 @@
+export { LockManager, ManagerClosedError, type LockInfo, type RedisClientInput } from './lock-manager.js';
+export { Lock, LockReleasedError, type ReleaseResult } from './lock.js';
+export {
+  LockError,
+  InvalidArgumentError,
+  LockTimeoutError,
+  QuorumError,
+  LockLostError,
+  NodeError,
+  NodeTimeoutError,
+  type NodeFailure,
+} from './errors.js';
+export type { NodeView } from './algorithm/redlock.js';
+export type { LockEvents, LockEventName, LockEventListener } from './events.js';
+export type {
+  AcquireOptions,
+  WithLockOptions,
+  LockManagerOptions,
+  RetryOptions,
+  RestartQuarantine,
+  ResolvedManagerOptions,
+  ResolvedRetry,
+} from './options.js';

@@ -1,0 +1,34 @@
+/**
+ * Key layout. Everything fencelock stores for one resource lives under one
+ * Redis Cluster hash tag, `{<resource>}`, so the lock key, its fence counter
+ * and its release channel land in one slot and one script can touch them all.
+ *
+ *   <prefix>{<resource>}:lock      owner token, with the lease as its TTL
+ *   <prefix>{<resource>}:fence     fencing counter (never expires)
+ *   <prefix>{<resource>}:released  pub/sub channel a release publishes on
+ *   <prefix>node                   this node's data epoch (restart detection)
+ *
+ * Braces inside a resource name would move the hash tag (Redis hashes the
+ * text between the first `{` and the next `}`), so `{`, `}` and `%` are
+ * percent-encoded. The encoding is one-to-one: distinct resources never share keys.
+ */
+export interface ResourceKeys {
+  readonly resource: string;
+  readonly lock: string;
+  readonly fence: string;
+  readonly channel: string;
+}
+
+export function encodeResource(resource: string): string {
+  return resource.replace(/[%{}]/g, (c) => (c === '%' ? '%25' : c === '{' ? '%7B' : '%7D'));
+}
+
+export function keysFor(prefix: string, resource: string): ResourceKeys {
+  const base = `${prefix}{${encodeResource(resource)}}`;
+  return { resource, lock: `${base}:lock`, fence: `${base}:fence`, channel: `${base}:released` };
+}
+
+/** The per-node marker whose epoch changes when a node loses its data. Hash-tagged `{node}`. */
+export function markerKey(prefix: string): string {
+  return `${prefix}{node}:epoch`;
+}

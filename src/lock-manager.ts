@@ -1,0 +1,213 @@
+import { EventEmitter } from 'node:events';
+import { toNodes, type RedisNode } from './adapters/index.js';
+import { ReleaseNotifications } from './algorithm/notifications.js';
+import { Redlock, type NodeView } from './algorithm/redlock.js';
+import { Scheduler } from './algorithm/scheduler.js';
+import { acquireWaiting } from './algorithm/wait.js';
+import { monotonicNow } from './clock.js';
+import { InvalidArgumentError, LockError, QuorumError } from './errors.js';
+import type { LockEventListener, LockEventName, LockEvents } from './events.js';
+import { Lock, type LockHost } from './lock.js';
+import {
+  resolveAcquireOptions,
+  resolveManagerOptions,
+  resolveResources,
+  resolveSingleResource,
+  resolveWithLockOptions,
+  type AcquireOptions,
+  type LockManagerOptions,
+  type ResolvedAcquire,
+  type ResolvedManagerOptions,
+  type WithLockOptions,
+} from './options.js';
+
+/** What `inspect` reports for one resource. */
+export interface LockInfo {
+  readonly resource: string;
+  /** nodes needed for a quorum */
+  readonly quorum: number;
+  /** the owner token a quorum of nodes agrees on, or null */
+  readonly holder: string | null;
+  /** the largest fence counter any node reported */
+  readonly fence: bigint;
+  readonly nodes: readonly NodeView[];
+}
+
+/** A client the manager accepts as one node: ioredis Redis/Cluster, node-redis client/cluster, or a redis:// URL. */
+export type RedisClientInput = string | object;
+
+/** Thrown by calls made after `close()`. */
+export class ManagerClosedError extends LockError {
+  constructor() {
+    super('CLOSED', 'this LockManager is closed');
+  }
+}
+
+/**
+ * Entry point. One client is a single-instance lock; N independent clients
+ * are Redlock with quorum floor(N/2) + 1. The protocol itself lives in
+ * src/algorithm/; this class validates input, tracks held locks and emits events.
+ */
+export class LockManager {
+  readonly #options: ResolvedManagerOptions;
+  readonly #nodes: RedisNode[];
+  readonly #redlock: Redlock;
+  readonly #notifications: ReleaseNotifications;
+  readonly #scheduler = new Scheduler(monotonicNow);
+  readonly #events = new EventEmitter();
+  readonly #held = new Set<Lock>();
+  readonly #closing = new AbortController();
+  #closed: Promise<void> | undefined;
+  readonly #host: LockHost;
+
+  constructor(clients: readonly RedisClientInput[], options?: LockManagerOptions) {
+    this.#options = resolveManagerOptions(options);
+    this.#nodes = toNodes(clients);
+    this.#redlock = new Redlock(this.#nodes, this.#options, (node, error, operation, resources) =>
+      this.#emit('nodeError', { node: node.name, error, operation, resources }),
+    );
+    this.#notifications = new ReleaseNotifications(this.#nodes, this.#options.nodeTimeout);
+    this.#events.setMaxListeners(0);
+    const held = this.#held;
+    this.#host = {
+      redlock: this.#redlock,
+      scheduler: this.#scheduler,
+      emit: (event, ...args) => this.#emit(event, ...args),
+      forget: (lock) => held.delete(lock),
+    };
+  }
+
+  /** Nodes needed for a quorum: floor(N/2) + 1. */
+  get quorum(): number {
+    return this.#redlock.quorum;
+  }
+
+  /** The resolved options, defaults filled in. */
+  get options(): ResolvedManagerOptions {
+    return this.#options;
+  }
+
+  /** Waits until the lock is held, `timeout` passes (LockTimeoutError) or `signal` aborts. */
+  acquire(resource: string | readonly string[], opts?: AcquireOptions): Promise<Lock> {
+    return this.#start(() => this.#acquire(resolveResources(resource), resolveAcquireOptions(opts, this.#options)));
+  }
+
+  /** One attempt, no waiting: null when another owner holds it; QuorumError when nodes failed. */
+  tryAcquire(resource: string | readonly string[], opts?: Omit<AcquireOptions, 'timeout'>): Promise<Lock | null> {
+    return this.#start(async () => {
+      const resources = resolveResources(resource);
+      const o = { ...resolveAcquireOptions(opts, this.#options), timeout: 0 };
+      try {
+        return await this.#acquire(resources, o);
+      } catch (error) {
+        if (error instanceof LockError && error.code === 'ACQUIRE_TIMEOUT') return null;
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * Acquire, run `fn` while the lease is kept extended, always release. If the
+   * lock is lost meanwhile, `lock.signal` aborts at once and this rejects with
+   * the LockLostError even if `fn` resolved. If `fn` throws, this rejects with fn's error.
+   */
+  withLock<T>(resource: string | readonly string[], fn: (lock: Lock) => Promise<T> | T, opts?: WithLockOptions): Promise<T> {
+    return this.#start(async () => {
+      const resources = resolveResources(resource);
+      const o = resolveWithLockOptions(opts, this.#options);
+      if (typeof fn !== 'function') throw new InvalidArgumentError('withLock needs a function to run under the lock');
+      const lock = await this.#acquire(resources, o);
+      const stopExtending = o.autoExtend ? lock.keepAlive(o.maxHold) : () => undefined;
+      let result: T;
+      try {
+        result = await fn(lock);
+      } finally {
+        stopExtending();
+        // release() never rejects: node failures go to 'nodeError' events, and each node is bounded by nodeTimeout.
+        await lock.release();
+      }
+      if (lock.lostError) throw lock.lostError;
+      return result;
+    });
+  }
+
+  /** Per node: holder, remaining ms, fence counter, or the node's error. Read-only. */
+  inspect(resource: string): Promise<LockInfo> {
+    return this.#start(async () => {
+      const name = resolveSingleResource(resource);
+      const nodes = await this.#redlock.inspect(name);
+      const votes = new Map<string, number>();
+      for (const n of nodes) if (n.owner !== null) votes.set(n.owner, (votes.get(n.owner) ?? 0) + 1);
+      const holder = [...votes].find(([, count]) => count >= this.quorum)?.[0] ?? null;
+      const fence = nodes.reduce((max, n) => (n.fence !== null && n.fence > max ? n.fence : max), 0n);
+      return { resource: name, quorum: this.quorum, holder, fence, nodes };
+    });
+  }
+
+  /** Admin: delete the lock on every node whoever holds it. Resolves with how many nodes had it. */
+  forceRelease(resource: string): Promise<number> {
+    return this.#start(async () => {
+      const name = resolveSingleResource(resource);
+      const { deleted, failures } = await this.#redlock.forceRelease(name);
+      const answered = this.#nodes.length - failures.length;
+      if (answered < this.quorum) throw new QuorumError([name], 'forceRelease', answered, this.quorum, failures);
+      return deleted;
+    });
+  }
+
+  /** Stops timers and subscriptions, releases locks this manager still holds, closes only the connections it created. */
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      this.#closing.abort(new ManagerClosedError());
+      await Promise.all([...this.#held].map((lock) => lock.release()));
+      this.#scheduler.stop();
+      this.#notifications.clear();
+      await Promise.all(this.#nodes.map((node) => node.close().catch(() => undefined)));
+    })();
+    return this.#closed;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  on<E extends LockEventName>(event: E, listener: LockEventListener<E>): this {
+    this.#events.on(event, listener as (...args: unknown[]) => void);
+    return this;
+  }
+
+  once<E extends LockEventName>(event: E, listener: LockEventListener<E>): this {
+    this.#events.once(event, listener as (...args: unknown[]) => void);
+    return this;
+  }
+
+  off<E extends LockEventName>(event: E, listener: LockEventListener<E>): this {
+    this.#events.off(event, listener as (...args: unknown[]) => void);
+    return this;
+  }
+
+  async #acquire(resources: readonly string[], o: ResolvedAcquire): Promise<Lock> {
+    const signal = o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal;
+    const { grant, attempts, waited } = await acquireWaiting(this.#redlock, this.#notifications, resources, o, signal, (info) =>
+      this.#emit('retry', info),
+    );
+    const lock = new Lock(this.#host, grant);
+    if (this.#closing.signal.aborted) {
+      await lock.release();
+      throw new ManagerClosedError();
+    }
+    this.#held.add(lock);
+    this.#emit('acquired', { resources, fence: grant.fence, value: grant.token, attempts, waited });
+    return lock;
+  }
+
+  /** Runs an API call: a closed manager and bad input reject before any network call. */
+  async #start<T>(call: () => Promise<T>): Promise<T> {
+    if (this.#closing.signal.aborted) throw new ManagerClosedError();
+    return call();
+  }
+
+  #emit<E extends LockEventName>(event: E, ...args: LockEvents[E]): void {
+    this.#events.emit(event, ...args);
+  }
+}

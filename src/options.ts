@@ -1,0 +1,238 @@
+import { InvalidArgumentError } from './errors.js';
+
+/** Capped exponential backoff with jitter, used while waiting when no release notification arrives. */
+export interface RetryOptions {
+  /** first delay cap in ms (default 25) */
+  minDelay?: number;
+  /** largest delay in ms (default 1000) */
+  maxDelay?: number;
+  /** growth per attempt (default 2) */
+  factor?: number;
+  /** 'full': a uniform delay in [0, cap]; 'none': exactly the cap (default 'full') */
+  jitter?: 'full' | 'none';
+}
+
+export type RestartQuarantine = 'observed' | false | number;
+
+export interface LockManagerOptions {
+  /** default lease in ms (default 30_000) */
+  ttl?: number;
+  /** default max wait of acquire() in ms (default 10_000) */
+  acquireTimeout?: number;
+  /** clock drift allowance: drift = ttl * driftFactor + 2 ms (default 0.01) */
+  driftFactor?: number;
+  /** per-node request timeout in ms, must be < ttl / 3 (default 200) */
+  nodeTimeout?: number;
+  retry?: RetryOptions;
+  /** prefix of every key and channel fencelock uses (default 'fencelock:') */
+  keyPrefix?: string;
+  /** see the API contract: 'observed' (default), a number of ms (strict), or false */
+  restartQuarantine?: RestartQuarantine;
+}
+
+export interface AcquireOptions {
+  ttl?: number;
+  /** max wait in ms; 0 = one attempt */
+  timeout?: number;
+  signal?: AbortSignal;
+  retry?: RetryOptions;
+}
+
+export interface WithLockOptions extends AcquireOptions {
+  /** keep the lease extended while fn runs (default true) */
+  autoExtend?: boolean;
+  /** stop extending after the lock has been held this long, in ms (default unlimited) */
+  maxHold?: number;
+}
+
+export interface ResolvedRetry {
+  readonly minDelay: number;
+  readonly maxDelay: number;
+  readonly factor: number;
+  readonly jitter: 'full' | 'none';
+}
+
+export interface ResolvedManagerOptions {
+  readonly ttl: number;
+  readonly acquireTimeout: number;
+  readonly driftFactor: number;
+  readonly nodeTimeout: number;
+  readonly retry: ResolvedRetry;
+  readonly keyPrefix: string;
+  readonly restartQuarantine: RestartQuarantine;
+}
+
+export const DEFAULTS: ResolvedManagerOptions = Object.freeze({
+  ttl: 30_000,
+  acquireTimeout: 10_000,
+  driftFactor: 0.01,
+  nodeTimeout: 200,
+  retry: Object.freeze({ minDelay: 25, maxDelay: 1_000, factor: 2, jitter: 'full' as const }),
+  keyPrefix: 'fencelock:',
+  restartQuarantine: 'observed' as const,
+});
+
+const MAX_TTL = 2 ** 31 - 1;
+
+/** The validity arithmetic's one constant part: how much a lease loses to clock drift. */
+export function driftOf(ttl: number, driftFactor: number): number {
+  return Math.floor(ttl * driftFactor) + 2;
+}
+
+export function resolveManagerOptions(opts: unknown): ResolvedManagerOptions {
+  if (opts === undefined) return DEFAULTS;
+  const o = plainObject(opts, 'options');
+  const driftFactor = o.driftFactor === undefined ? DEFAULTS.driftFactor : checkDriftFactor(o.driftFactor);
+  const ttl = o.ttl === undefined ? DEFAULTS.ttl : checkTtl(o.ttl, driftFactor, 'ttl');
+  const nodeTimeout = o.nodeTimeout === undefined ? DEFAULTS.nodeTimeout : checkPositiveInteger(o.nodeTimeout, 'nodeTimeout');
+  checkNodeTimeout(nodeTimeout, ttl);
+  return Object.freeze({
+    ttl,
+    driftFactor,
+    nodeTimeout,
+    acquireTimeout: o.acquireTimeout === undefined ? DEFAULTS.acquireTimeout : checkTimeout(o.acquireTimeout, 'acquireTimeout'),
+    retry: resolveRetry(o.retry, DEFAULTS.retry),
+    keyPrefix: o.keyPrefix === undefined ? DEFAULTS.keyPrefix : checkPrefix(o.keyPrefix),
+    restartQuarantine: o.restartQuarantine === undefined ? DEFAULTS.restartQuarantine : checkQuarantine(o.restartQuarantine),
+  });
+}
+
+export interface ResolvedAcquire {
+  readonly ttl: number;
+  readonly timeout: number;
+  readonly signal: AbortSignal | undefined;
+  readonly retry: ResolvedRetry;
+}
+
+export function resolveAcquireOptions(opts: unknown, m: ResolvedManagerOptions): ResolvedAcquire {
+  if (opts === undefined) return { ttl: m.ttl, timeout: m.acquireTimeout, signal: undefined, retry: m.retry };
+  const o = plainObject(opts, 'acquire options');
+  const ttl = o.ttl === undefined ? m.ttl : checkLeaseTtl(o.ttl, m);
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal))
+    throw new InvalidArgumentError(`signal must be an AbortSignal, got ${show(o.signal)}`);
+  return {
+    ttl,
+    timeout: o.timeout === undefined ? m.acquireTimeout : checkTimeout(o.timeout, 'timeout'),
+    signal: o.signal as AbortSignal | undefined,
+    retry: resolveRetry(o.retry, m.retry),
+  };
+}
+
+export interface ResolvedWithLock extends ResolvedAcquire {
+  readonly autoExtend: boolean;
+  readonly maxHold: number;
+}
+
+export function resolveWithLockOptions(opts: unknown, m: ResolvedManagerOptions): ResolvedWithLock {
+  const base = resolveAcquireOptions(opts, m);
+  const o = opts === undefined ? {} : (opts as Record<string, unknown>);
+  if (o.autoExtend !== undefined && typeof o.autoExtend !== 'boolean')
+    throw new InvalidArgumentError(`autoExtend must be a boolean, got ${show(o.autoExtend)}`);
+  return {
+    ...base,
+    autoExtend: o.autoExtend ?? true,
+    maxHold: o.maxHold === undefined ? Infinity : checkPositiveInteger(o.maxHold, 'maxHold'),
+  };
+}
+
+/** Resources are validated and sorted once: the sorted order is the order keys are locked in. */
+export function resolveResources(resource: unknown): readonly string[] {
+  const list = Array.isArray(resource) ? resource : [resource];
+  if (list.length === 0) throw new InvalidArgumentError('resource list is empty');
+  const seen = new Set<string>();
+  for (const r of list) {
+    if (typeof r !== 'string') throw new InvalidArgumentError(`resource must be a string, got ${show(r)}`);
+    if (r.length === 0) throw new InvalidArgumentError('resource must not be an empty string');
+    if (seen.has(r)) throw new InvalidArgumentError(`duplicate resource ${JSON.stringify(r)}`);
+    seen.add(r);
+  }
+  return Object.freeze([...seen].sort());
+}
+
+export function resolveSingleResource(resource: unknown): string {
+  if (Array.isArray(resource)) throw new InvalidArgumentError('expected one resource name, got an array');
+  return resolveResources(resource)[0] as string;
+}
+
+/** A lease given per call: a valid ttl that also leaves room for three node timeouts. */
+export function checkLeaseTtl(v: unknown, m: Pick<ResolvedManagerOptions, 'driftFactor' | 'nodeTimeout'>): number {
+  const ttl = checkTtl(v, m.driftFactor, 'ttl');
+  checkNodeTimeout(m.nodeTimeout, ttl);
+  return ttl;
+}
+
+export function checkTtl(v: unknown, driftFactor: number, name: string): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_TTL) {
+    throw new InvalidArgumentError(`${name} must be an integer in [1, ${MAX_TTL}] ms, got ${show(v)}`);
+  }
+  const drift = driftOf(v, driftFactor);
+  if (v <= drift) throw new InvalidArgumentError(`${name} ${v} ms must be larger than its clock drift allowance (${drift} ms)`);
+  return v;
+}
+
+function resolveRetry(v: unknown, base: ResolvedRetry): ResolvedRetry {
+  if (v === undefined) return base;
+  const o = plainObject(v, 'retry');
+  const minDelay = o.minDelay === undefined ? base.minDelay : checkNonNegative(o.minDelay, 'retry.minDelay');
+  const maxDelay = o.maxDelay === undefined ? Math.max(base.maxDelay, minDelay) : checkNonNegative(o.maxDelay, 'retry.maxDelay');
+  if (maxDelay < minDelay) throw new InvalidArgumentError(`retry.maxDelay (${maxDelay}) must be >= retry.minDelay (${minDelay})`);
+  const factor = o.factor === undefined ? base.factor : checkNonNegative(o.factor, 'retry.factor');
+  if (factor < 1) throw new InvalidArgumentError(`retry.factor must be >= 1, got ${factor}`);
+  if (o.jitter !== undefined && o.jitter !== 'full' && o.jitter !== 'none')
+    throw new InvalidArgumentError(`retry.jitter must be 'full' or 'none', got ${show(o.jitter)}`);
+  return Object.freeze({ minDelay, maxDelay, factor, jitter: (o.jitter as 'full' | 'none' | undefined) ?? base.jitter });
+}
+
+function checkDriftFactor(v: unknown): number {
+  if (typeof v !== 'number' || Number.isNaN(v) || v < 0 || v >= 0.5)
+    throw new InvalidArgumentError(`driftFactor must be a number in [0, 0.5), got ${show(v)}`);
+  return v;
+}
+
+function checkNodeTimeout(nodeTimeout: number, ttl: number): void {
+  if (nodeTimeout >= ttl / 3) throw new InvalidArgumentError(`nodeTimeout (${nodeTimeout} ms) must be less than ttl / 3 (${ttl} / 3 ms)`);
+}
+
+function checkTimeout(v: unknown, name: string): number {
+  if (typeof v !== 'number' || Number.isNaN(v) || v < 0)
+    throw new InvalidArgumentError(`${name} must be a non-negative number of ms, got ${show(v)}`);
+  // Infinity is allowed: wait until the signal aborts.
+  return v;
+}
+
+function checkNonNegative(v: unknown, name: string): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+    throw new InvalidArgumentError(`${name} must be a finite non-negative number, got ${show(v)}`);
+  return v;
+}
+
+function checkPositiveInteger(v: unknown, name: string): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > MAX_TTL)
+    throw new InvalidArgumentError(`${name} must be an integer in [1, ${MAX_TTL}], got ${show(v)}`);
+  return v;
+}
+
+function checkPrefix(v: unknown): string {
+  if (typeof v !== 'string') throw new InvalidArgumentError(`keyPrefix must be a string, got ${show(v)}`);
+  return v;
+}
+
+function checkQuarantine(v: unknown): RestartQuarantine {
+  if (v === 'observed' || v === false) return v;
+  if (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_TTL) return v;
+  throw new InvalidArgumentError(`restartQuarantine must be 'observed', false or a non-negative integer of ms, got ${show(v)}`);
+}
+
+function plainObject(v: unknown, name: string): Record<string, unknown> {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new InvalidArgumentError(`${name} must be an object, got ${show(v)}`);
+  return v as Record<string, unknown>;
+}
+
+export function show(v: unknown): string {
+  if (typeof v === 'string') return JSON.stringify(v.length > 40 ? `${v.slice(0, 37)}...` : v);
+  if (typeof v === 'bigint') return `${v}n`;
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null || v === undefined) return String(v);
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'function') return 'a function';
+  return `an object (${(v as object).constructor?.name ?? 'Object'})`;
+}

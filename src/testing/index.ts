@@ -1,0 +1,9 @@
+// `fencelock/testing`: helpers for running real Redis servers in tests and demos.
+export {
+  LocalRedisNode,
+  LocalRedisNodes,
+  RedisServerNotFoundError,
+  startRedisNode,
+  startRedisNodes,
+  type StartRedisOptions,
+} from './redis-nodes.js';

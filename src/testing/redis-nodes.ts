@@ -1,0 +1,321 @@
+// Throw-away redis-server processes for tests, the demo and users' own tests.
+// Every node owns a random loopback port and a temp dir, and is only ever
+// signalled through its own PID, so it can never disturb a Redis it did not start.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, closeSync, constants, openSync, rmSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export interface StartRedisOptions {
+  /** extra redis-server arguments, e.g. ['--requirepass', 'x'] */
+  args?: string[];
+  /** persist data across restart() (appendonly); default false: no persistence, like a cache node */
+  persistence?: boolean;
+  /**
+   * wrap the server command, e.g. ['faketime', '-f', '+0 x1.5'] (used by clock-drift tests later).
+   * The wrapper must exec the server (faketime does), or signals reach the wrapper, not Redis.
+   */
+  commandPrefix?: string[];
+  /** ms to wait for PONG, default 10_000 */
+  startTimeout?: number;
+}
+
+/** Thrown when no redis-server binary can be found, so the fix is in the message rather than in an ENOENT. */
+export class RedisServerNotFoundError extends Error {
+  constructor(detail: string) {
+    super(
+      `${detail}. The fencelock test helpers run a real redis-server: install it ` +
+        '(Debian/Ubuntu: `sudo apt-get install -y redis-server`, macOS: `brew install redis`) ' +
+        'or point REDIS_SERVER at the binary.',
+    );
+    this.name = 'RedisServerNotFoundError';
+  }
+}
+
+const HOST = '127.0.0.1';
+const KILL_WAIT_MS = 5_000;
+
+// Live children (and their dirs), so that however this process ends, no redis-server outlives it.
+const live = new Map<ChildProcess, string>();
+const onSignal = (signal: NodeJS.Signals): void => {
+  // Another listener means the app owns shutdown (and may still need the nodes);
+  // the 'exit' hook reaps them anyway. Alone, we stand in for Node's default exit.
+  if (process.listenerCount(signal) > 1) return;
+  killAllSync();
+  process.exit(signal === 'SIGINT' ? 130 : 143);
+};
+function killAllSync(): void {
+  for (const [child, dir] of live) {
+    try {
+      if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // best effort: we are exiting
+    }
+  }
+}
+function track(child: ChildProcess, dir: string): void {
+  if (live.size === 0) {
+    // Signal handles are unref'd by Node, so none of these keep the event loop alive.
+    process.on('exit', killAllSync);
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  }
+  live.set(child, dir);
+  child.once('exit', () => {
+    live.delete(child);
+    if (live.size === 0) {
+      process.off('exit', killAllSync);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  });
+}
+
+const isAlive = (c: ChildProcess | undefined): c is ChildProcess => c?.pid !== undefined && c.exitCode === null && c.signalCode === null; // no pid: spawn failed
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const exited = (c: ChildProcess, ms: number) =>
+  new Promise<boolean>((resolve) => {
+    if (!isAlive(c)) return resolve(true);
+    const timer = setTimeout(() => resolve(false), ms);
+    c.once('exit', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+
+function findRedisServer(): string {
+  const fromEnv = process.env.REDIS_SERVER;
+  const candidates = fromEnv
+    ? [fromEnv]
+    : (process.env.PATH ?? '')
+        .split(path.delimiter)
+        .filter(Boolean)
+        .map((d) => path.join(d, 'redis-server'));
+  for (const file of candidates) {
+    try {
+      accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      // try the next one
+    }
+  }
+  throw new RedisServerNotFoundError(fromEnv ? `REDIS_SERVER=${fromEnv} is not an executable file` : 'redis-server was not found on PATH');
+}
+
+// Ports our own nodes hold, so parallel starts never share one; 6379 is a developer's real Redis.
+const takenPorts = new Set<number>([6379]);
+async function freePort(): Promise<number> {
+  for (let i = 0; i < 20; i++) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const srv = net.createServer();
+      srv.once('error', reject);
+      srv.listen(0, HOST, () => {
+        const { port } = srv.address() as net.AddressInfo;
+        srv.close(() => resolve(port));
+      });
+    });
+    if (!takenPorts.has(port)) return port;
+  }
+  throw new Error('could not find a free loopback port');
+}
+
+/** One PING over a raw socket: readiness must not depend on the client libraries under test. */
+function ping(port: number, timeoutMs: number): Promise<string> {
+  return new Promise((resolve) => {
+    let reply = '';
+    const sock = net.connect(port, HOST);
+    const done = (r: string) => {
+      sock.destroy();
+      resolve(r);
+    };
+    sock.setTimeout(timeoutMs, () => done(''));
+    sock.on('error', () => done(''));
+    sock.on('connect', () => sock.write('PING\r\n'));
+    sock.on('data', (d) => {
+      reply += d.toString('latin1');
+      if (reply.includes('\r\n')) done(reply.trim());
+    });
+  });
+}
+
+async function logTail(dir: string): Promise<string> {
+  const parts = await Promise.all(['redis.log', 'stderr.log'].map((f) => readFile(path.join(dir, f), 'utf8').catch(() => '')));
+  return parts.join('\n').trim().split('\n').slice(-15).join('\n');
+}
+
+/** A redis-server child process the tests can crash, hang and bring back at will. */
+export class LocalRedisNode {
+  readonly host = HOST;
+  readonly url: string;
+  #child: ChildProcess | undefined;
+  #paused = false;
+  #stopped = false;
+
+  /** @internal use startRedisNode() */
+  constructor(
+    readonly port: number,
+    readonly dir: string,
+    private readonly opts: StartRedisOptions,
+  ) {
+    this.url = `redis://${HOST}:${port}`;
+    takenPorts.add(port);
+  }
+
+  get pid(): number | undefined {
+    return isAlive(this.#child) ? this.#child.pid : undefined;
+  }
+
+  isRunning(): boolean {
+    return isAlive(this.#child);
+  }
+
+  /** Default SIGKILL: a crash, nothing flushed or said goodbye. Resolves once the process is really gone. */
+  async kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    const child = this.#child;
+    if (isAlive(child)) {
+      // A stopped process only acts on SIGTERM once continued; SIGKILL works regardless.
+      if (signal === 'SIGTERM' && this.#paused) child.kill('SIGCONT');
+      child.kill(signal);
+      if (!(await exited(child, KILL_WAIT_MS))) {
+        child.kill('SIGKILL');
+        if (!(await exited(child, KILL_WAIT_MS))) throw new Error(`redis-server pid ${child.pid} did not exit after SIGKILL`);
+      }
+    }
+    this.#child = undefined;
+    this.#paused = false;
+  }
+
+  /** SIGSTOP: a hung node — connections stay open, commands never get a reply. */
+  pause(): void {
+    if (!isAlive(this.#child)) throw new Error(`redis node ${this.url} is not running`);
+    this.#child.kill('SIGSTOP');
+    this.#paused = true;
+  }
+
+  resume(): void {
+    if (!isAlive(this.#child)) throw new Error(`redis node ${this.url} is not running`);
+    this.#child.kill('SIGCONT');
+    this.#paused = false;
+  }
+
+  /**
+   * Crash and bring back on the same port, as clients reconnecting to "the same node" expect.
+   * keepData defaults to `persistence`; keepData: false on a persistent node wipes its disk
+   * (a node that lost its data), keepData: true needs persistence.
+   */
+  async restart(opts: { keepData?: boolean } = {}): Promise<void> {
+    if (this.#stopped) throw new Error(`redis node ${this.url} was stopped`);
+    const keepData = opts.keepData ?? !!this.opts.persistence;
+    if (keepData && !this.opts.persistence) throw new Error('restart({ keepData: true }) needs startRedisNode({ persistence: true })');
+    await this.kill();
+    if (!keepData) {
+      await Promise.all(['appendonlydir', 'dump.rdb'].map((f) => rm(path.join(this.dir, f), { recursive: true, force: true })));
+    }
+    await this.start();
+  }
+
+  /** Kill and remove its temp dir; safe to call twice or from several cleanups. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.kill();
+    takenPorts.delete(this.port);
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  /** @internal spawn and wait for PONG; rejects (with the log tail) if the server dies or times out. */
+  async start(): Promise<void> {
+    if (this.#stopped || isAlive(this.#child))
+      throw new Error(`redis node ${this.url} is ${this.#stopped ? 'stopped' : 'already running'}`);
+    const server = findRedisServer();
+    const { args = [], persistence = false, commandPrefix = [], startTimeout = 10_000 } = this.opts;
+    const argv = [
+      ...['--port', String(this.port), '--bind', HOST, '--dir', this.dir, '--save', ''],
+      ...['--appendonly', persistence ? 'yes' : 'no', '--daemonize', 'no', '--protected-mode', 'no'],
+      ...['--logfile', path.join(this.dir, 'redis.log'), ...args],
+    ];
+    const [cmd = server, ...rest] = [...commandPrefix, server, ...argv];
+    // Errors printed before the log file opens (bad arguments, a missing faketime) go to a
+    // file, not a pipe: nothing to drain, nothing holding our event loop.
+    const errFd = openSync(path.join(this.dir, 'stderr.log'), 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(cmd, rest, { stdio: ['ignore', errFd, errFd] });
+    } finally {
+      closeSync(errFd);
+    }
+    let spawnError: Error | undefined;
+    child.on('error', (e) => (spawnError = e));
+    if (child.pid === undefined) await new Promise((resolve) => setImmediate(resolve)); // 'error' comes on next tick
+    if (child.pid !== undefined) track(child, this.dir);
+    this.#child = child;
+    this.#paused = false;
+
+    const deadline = Date.now() + startTimeout;
+    while (Date.now() < deadline) {
+      if (spawnError || !isAlive(child)) break;
+      const reply = await ping(this.port, Math.min(1_000, Math.max(1, deadline - Date.now())));
+      // NOAUTH means it is up and answering, just password-protected via args.
+      if (reply === '+PONG' || reply.startsWith('-NOAUTH')) return;
+      await sleep(20);
+    }
+    const why = spawnError
+      ? `could not run ${cmd}: ${spawnError.message}`
+      : child.exitCode === null && child.signalCode === null
+        ? `no PONG within ${startTimeout} ms`
+        : `exited with ${child.signalCode ?? `code ${child.exitCode}`}`;
+    await this.kill();
+    throw new Error(`redis-server on port ${this.port} failed to start: ${why}\n${await logTail(this.dir)}`);
+  }
+}
+
+/** A group of nodes (e.g. for Redlock) that is stopped as one, also via `await using`. */
+export class LocalRedisNodes implements AsyncDisposable {
+  constructor(readonly nodes: LocalRedisNode[]) {}
+  get urls(): string[] {
+    return this.nodes.map((n) => n.url);
+  }
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.stop()));
+  }
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.stop();
+  }
+}
+
+/** Start a fresh, empty redis-server on a free loopback port. Call stop() when done. */
+export async function startRedisNode(opts: StartRedisOptions = {}): Promise<LocalRedisNode> {
+  findRedisServer(); // fail fast, before creating temp dirs
+  for (let attempt = 1; ; attempt++) {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'fencelock-redis-'));
+    const node = new LocalRedisNode(await freePort(), dir, opts);
+    try {
+      await node.start();
+      return node;
+    } catch (err) {
+      await node.stop();
+      // Someone may grab the port between our probe and redis binding it: try another.
+      if (attempt < 5 && /Address already in use/i.test(String(err))) continue;
+      throw err;
+    }
+  }
+}
+
+/** Start `count` independent nodes in parallel; if any fails, the others are stopped too. */
+export async function startRedisNodes(count: number, opts: StartRedisOptions = {}): Promise<LocalRedisNodes> {
+  if (!Number.isInteger(count) || count < 1) throw new RangeError(`count must be a positive integer, got ${count}`);
+  const results = await Promise.allSettled(Array.from({ length: count }, () => startRedisNode(opts)));
+  const nodes = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
+    await Promise.all(nodes.map((n) => n.stop()));
+    throw failed.reason;
+  }
+  return new LocalRedisNodes(nodes);
+}
