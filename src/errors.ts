@@ -42,7 +42,7 @@ export class QuorumError extends LockError {
   readonly resources: readonly string[];
   readonly nodeErrors: readonly NodeFailure[];
   constructor(resources: readonly string[], operation: string, succeeded: number, needed: number, nodeErrors: readonly NodeFailure[]) {
-    const list = nodeErrors.map((f) => `${f.node}: ${f.error.message}`).join('; ');
+    const list = nodeErrors.map(nodeMessage).join('; ');
     super('NO_QUORUM', `${operation} ${describe(resources)}: ${succeeded} of ${needed} nodes needed for a quorum answered (${list})`, {
       cause: nodeErrors[0]?.error,
     });
@@ -74,6 +74,11 @@ export class NodeTimeoutError extends NodeError {
   constructor(node: string, timeout: number) {
     super(node, `no answer within ${timeout} ms (node down, hung or unreachable)`, undefined, 'NODE_TIMEOUT');
   }
+}
+
+/** `node: message`, without naming the node twice when the message already starts with it. */
+export function nodeMessage(f: NodeFailure): string {
+  return f.error.message.startsWith(`${f.node}: `) ? f.error.message : `${f.node}: ${f.error.message}`;
 }
 
 export function describe(resources: readonly string[]): string {

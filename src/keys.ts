@@ -6,7 +6,9 @@
  *   <prefix>{<resource>}:lock      owner token, with the lease as its TTL
  *   <prefix>{<resource>}:fence     fencing counter (never expires)
  *   <prefix>{<resource>}:released  pub/sub channel a release publishes on
- *   <prefix>node                   this node's data epoch (restart detection)
+ *   <prefix>{node}:epoch           this node's data epoch (restart detection)
+ *   <prefix>{<resource>}:epoch     the same, per slot, on a Redis Cluster node
+ *                                  (a script may only touch keys of one slot there)
  *
  * Braces inside a resource name would move the hash tag (Redis hashes the
  * text between the first `{` and the next `}`), so `{`, `}` and `%` are
@@ -17,6 +19,8 @@ export interface ResourceKeys {
   readonly lock: string;
   readonly fence: string;
   readonly channel: string;
+  /** the epoch marker used on a Cluster node, where the per-node marker would cross slots */
+  readonly slotMarker: string;
 }
 
 export function encodeResource(resource: string): string {
@@ -25,7 +29,7 @@ export function encodeResource(resource: string): string {
 
 export function keysFor(prefix: string, resource: string): ResourceKeys {
   const base = `${prefix}{${encodeResource(resource)}}`;
-  return { resource, lock: `${base}:lock`, fence: `${base}:fence`, channel: `${base}:released` };
+  return { resource, lock: `${base}:lock`, fence: `${base}:fence`, channel: `${base}:released`, slotMarker: `${base}:epoch` };
 }
 
 /** The per-node marker whose epoch changes when a node loses its data. Hash-tagged `{node}`. */

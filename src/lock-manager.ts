@@ -36,6 +36,22 @@ export interface LockInfo {
 /** A client the manager accepts as one node: ioredis Redis/Cluster, node-redis client/cluster, or a redis:// URL. */
 export type RedisClientInput = string | object;
 
+/**
+ * Connection errors repeat on every reconnect attempt while a node is down:
+ * report a new message at once, the same one at most once a second.
+ */
+function connectionErrorReporter(node: RedisNode, emit: (payload: LockEvents['nodeError'][0]) => void): (error: Error) => void {
+  let last = '';
+  let lastAt = -Infinity;
+  return (error) => {
+    const now = monotonicNow();
+    if (error.message === last && now - lastAt < 1_000) return;
+    last = error.message;
+    lastAt = now;
+    emit({ node: node.name, error, operation: 'connection', resources: [] });
+  };
+}
+
 /** Thrown by calls made after `close()`. */
 export class ManagerClosedError extends LockError {
   constructor() {
@@ -67,6 +83,7 @@ export class LockManager {
       this.#emit('nodeError', { node: node.name, error, operation, resources }),
     );
     this.#notifications = new ReleaseNotifications(this.#nodes, this.#options.nodeTimeout);
+    for (const node of this.#nodes) node.onConnectionError = connectionErrorReporter(node, (error) => this.#emit('nodeError', error));
     this.#events.setMaxListeners(0);
     const held = this.#held;
     this.#host = {

@@ -1,7 +1,7 @@
 import { monotonicNow } from './clock.js';
 import type { Cancel, Scheduler } from './algorithm/scheduler.js';
 import type { Grant, Redlock } from './algorithm/redlock.js';
-import { LockError, LockLostError } from './errors.js';
+import { LockError, LockLostError, nodeMessage } from './errors.js';
 import type { LockEvents } from './events.js';
 import { checkLeaseTtl } from './options.js';
 
@@ -154,7 +154,7 @@ export class Lock implements AsyncDisposable {
     }
     const { failures, extended } = outcome;
     const quorum = this.#host.redlock.quorum;
-    const detail = failures.map((f) => `${f.node}: ${f.error.message}`).join('; ');
+    const detail = failures.map(nodeMessage).join('; ');
     if (!strict && extended + failures.length >= quorum && this.remaining() > 0) return false;
     const reason =
       extended + failures.length >= quorum

@@ -1,6 +1,9 @@
 import { NodeError, NodeTimeoutError } from '../errors.js';
 import type { ClientDriver, RedisNode, Script } from './types.js';
 
+/** How long a connection that was never ready may take for its first handshake. */
+const FIRST_CONNECT_MS = 1_000;
+
 /**
  * Turns a client driver into a RedisNode with the guarantees the algorithm
  * relies on: a request never waits past its timeout, a command is only sent
@@ -12,6 +15,7 @@ export class DriverNode implements RedisNode {
   readonly isCluster: boolean;
   onConnectionError?: (error: Error) => void;
   private lastError: Error | undefined;
+  private everReady = false;
 
   constructor(private readonly driver: ClientDriver) {
     this.name = driver.name;
@@ -22,7 +26,8 @@ export class DriverNode implements RedisNode {
     });
   }
 
-  async run(script: Script, keys: readonly string[], args: readonly string[], timeoutMs: number): Promise<unknown> {
+  async run(script: Script, keys: readonly string[], args: readonly string[], requested: number): Promise<unknown> {
+    const timeoutMs = this.allowFor(requested);
     const deadline = performance.now() + timeoutMs;
     const tail = [String(keys.length), ...keys, ...args];
     const what = `${script.name} script`;
@@ -35,7 +40,8 @@ export class DriverNode implements RedisNode {
     }
   }
 
-  subscribe(channel: string, onMessage: () => void, timeoutMs: number): Promise<void> {
+  subscribe(channel: string, onMessage: () => void, requested: number): Promise<void> {
+    const timeoutMs = this.allowFor(requested);
     return this.bounded(() => this.driver.subscribe(channel, onMessage), performance.now() + timeoutMs, timeoutMs, 'subscribe');
   }
 
@@ -45,6 +51,20 @@ export class DriverNode implements RedisNode {
 
   close(): Promise<void> {
     return this.driver.close();
+  }
+
+  /**
+   * The time a request may take: `requested`, except on a connection that has
+   * never been ready yet (a manager built from URLs a moment ago), which gets
+   * FIRST_CONNECT_MS to come up: its first handshake is no sign of a dead node.
+   */
+  private allowFor(requested: number): number {
+    if (this.everReady) return requested;
+    if (this.driver.state() === 'ready') {
+      this.everReady = true;
+      return requested;
+    }
+    return Math.max(requested, FIRST_CONNECT_MS);
   }
 
   /** Waits for a ready connection and then for the answer, both within one deadline. */
@@ -71,6 +91,7 @@ export class DriverNode implements RedisNode {
       else if (state === 'closed') settle(() => reject(new NodeError(this.name, `connection is closed (${what})`)));
       else
         stopWaiting = this.driver.whenReady(() => {
+          this.everReady = true;
           if (!done) go();
         });
     });

@@ -63,11 +63,16 @@ export class ReleaseNotifications {
 export class Wakeup {
   private notified = new Set<number>();
   private needed = 1;
+  private only: number | undefined;
   private wake: (() => void) | undefined;
 
   notify(node: number): void {
     this.notified.add(node);
-    if (this.notified.size >= this.needed) this.wake?.();
+    if (this.ready()) this.wake?.();
+  }
+
+  private ready(): boolean {
+    return this.only === undefined ? this.notified.size >= this.needed : this.notified.has(this.only);
   }
 
   /** Forget notifications seen so far; call right before an attempt starts. */
@@ -75,10 +80,14 @@ export class Wakeup {
     this.notified = new Set();
   }
 
-  /** Resolves after `ms`, or earlier once `needed` nodes reported a release; rejects when the signal aborts. */
-  wait(ms: number, needed: number, signal: AbortSignal | undefined): Promise<'notified' | 'timer'> {
+  /**
+   * Resolves after `ms`, or earlier once `needed` nodes (or, given `only`,
+   * that one node) reported a release; rejects when the signal aborts.
+   */
+  wait(ms: number, needed: number, signal: AbortSignal | undefined, only?: number): Promise<'notified' | 'timer'> {
     this.needed = Math.max(1, needed);
-    if (this.notified.size >= this.needed) return Promise.resolve('notified');
+    this.only = only;
+    if (this.ready()) return Promise.resolve('notified');
     return new Promise((resolve, reject) => {
       const done = (how: 'notified' | 'timer'): void => {
         clearTimeout(timer);

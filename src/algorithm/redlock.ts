@@ -30,10 +30,13 @@ export interface Grant {
   readonly epochs: readonly string[];
 }
 
+/** After a leader failed, waiters go straight to all nodes for this long. */
+const LEADER_COOLDOWN_MS = 1_000;
+
 export type Attempt =
   | { readonly kind: 'acquired'; readonly grant: Grant }
   /** Someone else holds it; `retryAfter` ms from now the holder's keys expire on enough nodes for a quorum. */
-  | { readonly kind: 'busy'; readonly retryAfter: number; readonly busyNodes: number }
+  | { readonly kind: 'busy'; readonly retryAfter: number; readonly busyNodes: number; readonly leader?: number }
   /** Not enough nodes answered; contention was not the reason. */
   | { readonly kind: 'no-quorum'; readonly successes: number; readonly needed: number; readonly failures: readonly NodeFailure[] }
   /** A quorum said yes but too late: the lease was used up on the way (slow nodes, drift). */
@@ -52,6 +55,10 @@ export class Redlock {
   readonly quorum: number;
   private readonly marker: string;
   private readonly quarantine: Quarantine;
+  /** node indexes sorted by address: every process picks the same leader whatever order it lists the nodes in */
+  private readonly byName: readonly number[];
+  /** monotonic time of each node's last failed acquire request */
+  private readonly lastFailure: number[];
 
   constructor(
     readonly nodes: readonly RedisNode[],
@@ -61,10 +68,27 @@ export class Redlock {
     this.quorum = Math.floor(nodes.length / 2) + 1;
     this.marker = markerKey(options.keyPrefix);
     this.quarantine = new Quarantine(options.restartQuarantine, nodes.length);
+    this.byName = nodes
+      .map((n, i) => [n.name, i] as const)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, i]) => i);
+    this.lastFailure = nodes.map(() => -Infinity);
   }
 
   keys(resources: readonly string[]): ResourceKeys[] {
     return resources.map((r) => keysFor(this.options.keyPrefix, r));
+  }
+
+  /** The epoch marker key on node i: one per node, or one per slot on a Cluster node. */
+  private markerFor(i: number, keys: readonly ResourceKeys[]): string {
+    return (this.nodes[i] as RedisNode).isCluster ? (keys[0] as ResourceKeys).slotMarker : this.marker;
+  }
+
+  /** The node a waiter asks first for these resources (see acquireOnce). */
+  leaderFor(resources: readonly string[]): number {
+    let h = 0;
+    for (const r of resources) for (let i = 0; i < r.length; i++) h = (Math.imul(h, 31) + r.charCodeAt(i)) | 0;
+    return this.byName[(h >>> 0) % this.byName.length] as number;
   }
 
   static newToken(): string {
@@ -72,20 +96,44 @@ export class Redlock {
     return randomBytes(18).toString('base64url');
   }
 
-  /** One acquire round on all nodes. On any failure, it has already released what it took. */
-  async acquireOnce(resources: readonly string[], token: string, ttl: number): Promise<Attempt> {
+  /**
+   * One acquire round. On any failure, it has already released what it took.
+   *
+   * `leaderFirst` (used by waiters on their retries): ask one node first, and
+   * only if it grants, the others. Waiters woken by the same release would
+   * otherwise split the nodes' votes between them so that nobody reaches a
+   * quorum and all back off; with a leader, the losers stop after one request
+   * and touch nothing. The leader depends on the resource, not on the order
+   * the clients were given in, so all processes agree on it. A leader that
+   * failed recently is skipped.
+   */
+  async acquireOnce(resources: readonly string[], token: string, ttl: number, leaderFirst = false): Promise<Attempt> {
     const keys = this.keys(resources);
-    const keyArgs = [...keys.map((k) => k.lock), ...keys.map((k) => k.fence), this.marker];
-    const freshEpoch = randomBytes(8).toString('hex');
+    const keyArgs = (i: number): string[] => [...keys.map((k) => k.lock), ...keys.map((k) => k.fence), this.markerFor(i, keys)];
+    const args = [token, String(ttl), String(resources.length), randomBytes(8).toString('hex')];
+    const ask = (i: number): Promise<AcquireReply> => {
+      const node = this.nodes[i] as RedisNode;
+      return node
+        .run(scripts.acquire, keyArgs(i), args, this.options.nodeTimeout)
+        .then((reply) => arrayReply(reply, 4, node, 'acquire'))
+        .then(parseAcquireReply, (error: Error): AcquireReply => {
+          this.lastFailure[i] = monotonicNow();
+          return { kind: 'error', error };
+        });
+    };
     const start = monotonicNow();
-    const replies = await Promise.all(
-      this.nodes.map((node) =>
-        node
-          .run(scripts.acquire, keyArgs, [token, String(ttl), String(resources.length), freshEpoch], this.options.nodeTimeout)
-          .then((reply) => arrayReply(reply, 4, node, 'acquire'))
-          .then(parseAcquireReply, (error: Error): AcquireReply => ({ kind: 'error', error })),
-      ),
-    );
+    let replies: AcquireReply[];
+    const leader = this.leaderFor(resources);
+    if (leaderFirst && this.nodes.length > 1 && start - (this.lastFailure[leader] as number) > LEADER_COOLDOWN_MS) {
+      const first = await ask(leader);
+      if (first.kind === 'held') {
+        this.quarantine.observe(leader, first.epoch, monotonicNow());
+        return { kind: 'busy', retryAfter: first.pttl < 0 ? Infinity : first.pttl, busyNodes: 1, leader };
+      }
+      replies = await Promise.all(this.nodes.map((_, i) => (i === leader ? first : ask(i))));
+    } else {
+      replies = await Promise.all(this.nodes.map((_, i) => ask(i)));
+    }
     const now = monotonicNow();
 
     const winners: number[] = [];
@@ -175,14 +223,14 @@ export class Redlock {
    */
   async extend(grant: Grant, ttl: number): Promise<{ grant: Grant } | { failures: NodeFailure[]; extended: number }> {
     const keys = this.keys(grant.resources);
-    const keyArgs = [...keys.map((k) => k.lock), this.marker];
+    const keyArgs = (i: number): string[] => [...keys.map((k) => k.lock), this.markerFor(i, keys)];
     const start = monotonicNow();
     const failures: NodeFailure[] = [];
     const epochs = [...grant.epochs];
     const counts = await Promise.all(
       this.nodes.map((node, i) =>
         node
-          .run(scripts.extend, keyArgs, [grant.token, String(ttl), grant.epochs[i] ?? ''], this.options.nodeTimeout)
+          .run(scripts.extend, keyArgs(i), [grant.token, String(ttl), grant.epochs[i] ?? ''], this.options.nodeTimeout)
           .then((reply) => arrayReply(reply, 2, node, 'extend'))
           .then(
             ([extended, epoch]) => {
@@ -235,9 +283,9 @@ export class Redlock {
   inspect(resource: string): Promise<NodeView[]> {
     const [k] = this.keys([resource]) as [ResourceKeys];
     return Promise.all(
-      this.nodes.map((node) =>
+      this.nodes.map((node, i) =>
         node
-          .run(scripts.inspect, [k.lock, k.fence, this.marker], [], this.options.nodeTimeout)
+          .run(scripts.inspect, [k.lock, k.fence, this.markerFor(i, [k])], [], this.options.nodeTimeout)
           .then((reply) => arrayReply(reply, 3, node, 'inspect'))
           .then(
             ([owner, pttl, fence]): NodeView => {

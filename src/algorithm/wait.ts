@@ -40,14 +40,15 @@ export async function acquireWaiting(
   const token = Redlock.newToken();
   const started = monotonicNow();
   const deadline = started + opts.timeout;
-  const attemptOnce = (): Promise<Attempt> => guard(redlock, redlock.acquireOnce(resources, token, opts.ttl), signal);
+  const attemptOnce = (leaderFirst: boolean): Promise<Attempt> =>
+    guard(redlock, redlock.acquireOnce(resources, token, opts.ttl, leaderFirst), signal);
 
   let attempts = 1;
-  let last = await attemptOnce();
+  let last = await attemptOnce(false);
   const result = (grant: Grant): WaitResult => ({ grant, attempts, waited: monotonicNow() - started });
   if (last.kind === 'acquired') return result(last.grant);
   throwIfNoQuorum(last, resources);
-  if (opts.timeout <= 0) throw new LockTimeoutError(resources, opts.timeout, 'held by another owner');
+  if (opts.timeout <= 0) throw new LockTimeoutError(resources, opts.timeout, whyNot(last));
 
   const wakeup = new Wakeup();
   const channels = redlock.keys(resources).map((k) => k.channel);
@@ -61,22 +62,28 @@ export async function acquireWaiting(
     for (let retry = 0; ; retry++) {
       let reason: RetryInfo['reason'] = 'notified';
       if (retry > 0) {
-        const retryAfter = last.kind === 'busy' ? last.retryAfter + 1 : 0;
+        const retryAfter = last.kind === 'busy' ? last.retryAfter + 1 : Infinity;
         const needed = last.kind === 'busy' ? last.busyNodes : 1;
         const delay = Math.min(backoffDelay(opts.retry, retry - 1), retryAfter, deadline - monotonicNow());
-        reason = await wakeup.wait(delay, needed, signal);
+        reason = await wakeup.wait(delay, needed, signal, last.kind === 'busy' ? last.leader : undefined);
       }
-      if (monotonicNow() >= deadline) throw new LockTimeoutError(resources, opts.timeout, 'held by another owner');
+      if (monotonicNow() >= deadline) throw new LockTimeoutError(resources, opts.timeout, whyNot(last));
       if (retry > 0) onRetry({ resources, attempt: retry, reason, waited: monotonicNow() - started });
       wakeup.reset();
       attempts++;
-      last = await attemptOnce();
+      // Woken by a release: ask the leader first, so waiters woken together do not split the votes.
+      // Woken by the timer: the holder may have expired or failed to release somewhere, so ask everyone.
+      last = await attemptOnce(retry === 0 || reason === 'notified');
       if (last.kind === 'acquired') return result(last.grant);
       throwIfNoQuorum(last, resources);
     }
   } finally {
     stop();
   }
+}
+
+function whyNot(attempt: Attempt): string {
+  return attempt.kind === 'expired' ? 'a quorum answered, but too slowly to leave any validity' : 'held by another owner';
 }
 
 function throwIfNoQuorum(attempt: Attempt, resources: readonly string[]): void {

@@ -20,6 +20,8 @@ export interface StartRedisOptions {
   commandPrefix?: string[];
   /** ms to wait for PONG, default 10_000 */
   startTimeout?: number;
+  /** a fixed port instead of a free one (startRedisNodes: the first of consecutive ports); never 6379 */
+  port?: number;
 }
 
 /** Thrown when no redis-server binary can be found, so the fix is in the message rather than in an ENOENT. */
@@ -292,16 +294,19 @@ export class LocalRedisNodes implements AsyncDisposable {
 /** Start a fresh, empty redis-server on a free loopback port. Call stop() when done. */
 export async function startRedisNode(opts: StartRedisOptions = {}): Promise<LocalRedisNode> {
   findRedisServer(); // fail fast, before creating temp dirs
+  if (opts.port !== undefined && (!Number.isInteger(opts.port) || opts.port < 1 || opts.port > 65535 || opts.port === 6379)) {
+    throw new RangeError(`port must be an integer in [1, 65535] other than 6379, got ${opts.port}`);
+  }
   for (let attempt = 1; ; attempt++) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'fencelock-redis-'));
-    const node = new LocalRedisNode(await freePort(), dir, opts);
+    const node = new LocalRedisNode(opts.port ?? (await freePort()), dir, opts);
     try {
       await node.start();
       return node;
     } catch (err) {
       await node.stop();
       // Someone may grab the port between our probe and redis binding it: try another.
-      if (attempt < 5 && /Address already in use/i.test(String(err))) continue;
+      if (opts.port === undefined && attempt < 5 && /Address already in use/i.test(String(err))) continue;
       throw err;
     }
   }
@@ -310,7 +315,9 @@ export async function startRedisNode(opts: StartRedisOptions = {}): Promise<Loca
 /** Start `count` independent nodes in parallel; if any fails, the others are stopped too. */
 export async function startRedisNodes(count: number, opts: StartRedisOptions = {}): Promise<LocalRedisNodes> {
   if (!Number.isInteger(count) || count < 1) throw new RangeError(`count must be a positive integer, got ${count}`);
-  const results = await Promise.allSettled(Array.from({ length: count }, () => startRedisNode(opts)));
+  const results = await Promise.allSettled(
+    Array.from({ length: count }, (_, i) => startRedisNode(opts.port === undefined ? opts : { ...opts, port: opts.port + i })),
+  );
   const nodes = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) {

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { test } from 'node:test';
+import pg from 'pg';
+
+const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+async function postgresUp(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+// CI installs and starts PostgreSQL (.ci/run); elsewhere a machine without it skips this one test.
+const up = await postgresUp();
+
+test(
+  'examples/postgres-fencing.ts: no oversell, and PostgreSQL rejects the stalled writer',
+  { skip: !up && !process.env.CI ? `no PostgreSQL at ${url}` : false },
+  async () => {
+    assert.ok(up, `PostgreSQL must be reachable at ${url} in CI`);
+    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'examples/postgres-fencing.ts'], {
+        env: { ...process.env, DATABASE_URL: url },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        reject(new Error(`example did not finish in 60 s: ${stderr}`));
+      }, 60_000);
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const summary = JSON.parse(result.stdout.trim().split('\n').pop()!) as {
+      stock: number;
+      sold: number;
+      finalStock: number;
+      oversold: number;
+      staleRejected: number;
+    };
+    assert.equal(summary.finalStock, 0);
+    assert.equal(summary.sold, summary.stock);
+    assert.equal(summary.oversold, 0);
+    assert.ok(summary.staleRejected >= 1, `stale writes rejected: ${summary.staleRejected}`);
+  },
+);
