@@ -73,6 +73,7 @@ export const DEFAULTS: ResolvedManagerOptions = Object.freeze({
 });
 
 const MAX_TTL = 2 ** 31 - 1;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** The validity arithmetic's one constant part: how much a lease loses to clock drift. */
 export function driftOf(ttl: number, driftFactor: number): number {
@@ -143,6 +144,8 @@ export function resolveResources(resource: unknown): readonly string[] {
   for (const r of list) {
     if (typeof r !== 'string') throw new InvalidArgumentError(`resource must be a string, got ${show(r)}`);
     if (r.length === 0) throw new InvalidArgumentError('resource must not be an empty string');
+    // A lone surrogate has no UTF-8 form: Redis would see U+FFFD, and two names would share one key.
+    if (LONE_SURROGATE.test(r)) throw new InvalidArgumentError(`resource ${show(r)} is not well-formed Unicode (lone surrogate)`);
     if (seen.has(r)) throw new InvalidArgumentError(`duplicate resource ${JSON.stringify(r)}`);
     seen.add(r);
   }
@@ -175,6 +178,8 @@ function resolveRetry(v: unknown, base: ResolvedRetry): ResolvedRetry {
   const o = plainObject(v, 'retry');
   const minDelay = o.minDelay === undefined ? base.minDelay : checkNonNegative(o.minDelay, 'retry.minDelay');
   const maxDelay = o.maxDelay === undefined ? Math.max(base.maxDelay, minDelay) : checkNonNegative(o.maxDelay, 'retry.maxDelay');
+  if (maxDelay < 1)
+    throw new InvalidArgumentError(`retry.maxDelay must be at least 1 ms (0 would make waiting a busy loop), got ${maxDelay}`);
   if (maxDelay < minDelay) throw new InvalidArgumentError(`retry.maxDelay (${maxDelay}) must be >= retry.minDelay (${minDelay})`);
   const factor = o.factor === undefined ? base.factor : checkNonNegative(o.factor, 'retry.factor');
   if (factor < 1) throw new InvalidArgumentError(`retry.factor must be >= 1, got ${factor}`);

@@ -20,6 +20,9 @@ export class DriverNode implements RedisNode {
   constructor(private readonly driver: ClientDriver) {
     this.name = driver.name;
     this.isCluster = driver.isCluster;
+    // A client the user connected before handing it over gets no first-connect grace: a dead node fails fast.
+    this.everReady = driver.state() === 'ready';
+    if (!this.everReady) driver.whenReady(() => (this.everReady = true));
     driver.onError((error) => {
       this.lastError = error;
       this.onConnectionError?.(error);

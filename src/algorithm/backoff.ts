@@ -6,6 +6,7 @@ import type { ResolvedRetry } from '../options.js';
  * do not come back together.
  */
 export function backoffDelay(retry: ResolvedRetry, attempt: number, random: () => number = Math.random): number {
-  const cap = Math.min(retry.maxDelay, retry.minDelay * retry.factor ** Math.min(attempt, 64));
+  // A 1 ms floor under the growth: minDelay 0 must not turn waiting into a busy loop.
+  const cap = Math.max(1, Math.min(retry.maxDelay, Math.max(1, retry.minDelay) * retry.factor ** Math.min(attempt, 64)));
   return retry.jitter === 'full' ? random() * cap : cap;
 }

@@ -115,8 +115,8 @@ export class Redlock {
       const node = this.nodes[i] as RedisNode;
       return node
         .run(scripts.acquire, keyArgs(i), args, this.options.nodeTimeout)
-        .then((reply) => arrayReply(reply, 4, node, 'acquire'))
-        .then(parseAcquireReply, (error: Error): AcquireReply => {
+        .then((reply) => parseAcquireReply(arrayReply(reply, 4, node, 'acquire'), node))
+        .then(undefined, (error: Error): AcquireReply => {
           this.lastFailure[i] = monotonicNow();
           return { kind: 'error', error };
         });
@@ -190,24 +190,27 @@ export class Redlock {
   ): Promise<Grant | undefined> {
     const fenceOf = (i: number): bigint => (replies[i] as { fence: bigint }).fence;
     const fence = winners.reduce((max, i) => (fenceOf(i) > max ? fenceOf(i) : max), 0n);
-    const behind = winners.filter((i) => fenceOf(i) < fence);
-    let confirmed = winners;
+    // Every node that granted ran INCR, quarantined ones included: raise them all, not just the quorum.
+    // A node with a counter below a fence it helped issue is how fences could go backwards later.
+    const granted = replies.flatMap((r, i) => (r.kind === 'granted' ? [i] : []));
+    const behind = granted.filter((i) => fenceOf(i) < fence);
+    const raised = new Set<number>();
     if (behind.length > 0) {
       const fenceKeys = keys.map((k) => k.fence);
-      const raised = await Promise.all(
-        behind.map((i) =>
-          (this.nodes[i] as RedisNode).run(scripts.raiseFence, fenceKeys, [fence.toString()], this.options.nodeTimeout).then(
-            () => true,
+      await Promise.all(
+        behind.map((i) => {
+          const node = this.nodes[i] as RedisNode;
+          return node.run(scripts.raiseFence, fenceKeys, [fence.toString()], this.options.nodeTimeout).then(
+            () => raised.add(i),
             (error: Error) => {
-              failures.push({ node: (this.nodes[i] as RedisNode).name, error });
-              this.reportNodeError(this.nodes[i] as RedisNode, error, 'fence write-back', resources);
-              return false;
+              failures.push({ node: node.name, error });
+              this.reportNodeError(node, error, 'fence write-back', resources);
             },
-          ),
-        ),
+          );
+        }),
       );
-      confirmed = winners.filter((i) => !behind.includes(i) || raised[behind.indexOf(i)]);
     }
+    const confirmed = winners.filter((i) => fenceOf(i) === fence || raised.has(i));
     const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
     if (confirmed.length < this.quorum || validUntil <= monotonicNow()) return undefined;
     const epochs = this.nodes.map((_, i) => {
@@ -286,17 +289,18 @@ export class Redlock {
       this.nodes.map((node, i) =>
         node
           .run(scripts.inspect, [k.lock, k.fence, this.markerFor(i, [k])], [], this.options.nodeTimeout)
-          .then((reply) => arrayReply(reply, 3, node, 'inspect'))
+          .then((reply) => {
+            const [owner, pttl, fence] = arrayReply(reply, 3, node, 'inspect');
+            return {
+              node: node.name,
+              owner: typeof owner === 'string' ? owner : null,
+              remaining: typeof owner === 'string' ? Math.max(-1, Number(pttl)) : 0,
+              fence: fence === null || fence === undefined ? 0n : parseFence(fence, node),
+              error: null,
+            };
+          })
           .then(
-            ([owner, pttl, fence]): NodeView => {
-              return {
-                node: node.name,
-                owner: typeof owner === 'string' ? owner : null,
-                remaining: typeof owner === 'string' ? Math.max(-1, Number(pttl)) : 0,
-                fence: fence === null || fence === undefined ? 0n : BigInt(String(fence)),
-                error: null,
-              };
-            },
+            (view): NodeView => view,
             (error: Error): NodeView => ({ node: node.name, owner: null, remaining: 0, fence: null, error }),
           ),
       ),
@@ -335,8 +339,16 @@ export interface NodeView {
   readonly error: Error | null;
 }
 
-function parseAcquireReply([ok, value, epoch, age]: unknown[]): AcquireReply {
-  if (Number(ok) === 1) return { kind: 'granted', fence: BigInt(String(value)), epoch: String(epoch), age: Number(age) };
+/** Fences travel as decimal strings: Lua numbers are doubles and would round counters past 2^53. */
+function parseFence(value: unknown, node: RedisNode): bigint {
+  const text = String(value);
+  if (!/^\d+$/.test(text))
+    throw new NodeError(node.name, `fence counter is not a non-negative integer: ${JSON.stringify(text.slice(0, 40))}`);
+  return BigInt(text);
+}
+
+function parseAcquireReply([ok, value, epoch, age]: unknown[], node: RedisNode): AcquireReply {
+  if (Number(ok) === 1) return { kind: 'granted', fence: parseFence(value, node), epoch: String(epoch), age: Number(age) };
   return { kind: 'held', pttl: Number(value), epoch: String(epoch), age: Number(age) };
 }
 

@@ -43,17 +43,23 @@ if held then
 end
 
 -- Counters first: if one of them is not an integer, the script fails before
--- it has written any lock key.
-local fence = 0
+-- it has written any lock key. Counters are compared as decimal strings:
+-- Lua numbers are doubles and would round a counter past 2^53.
+local function greater(a, b)
+  if #a ~= #b then return #a > #b end
+  return a > b
+end
+local fence = '0'
 for i = 1, n do
-  local f = redis.call('INCR', KEYS[n + i])
-  if f > fence then fence = f end
+  redis.call('INCR', KEYS[n + i])
+  local f = redis.call('GET', KEYS[n + i])
+  if greater(f, fence) then fence = f end
 end
 for i = 1, n do
   redis.call('SET', KEYS[i], token, 'PX', ARGV[2])
   -- One fence for a multi-resource lock: raise every counter to the largest,
   -- so the fence exceeds every earlier fence of each resource.
-  if n > 1 and tonumber(redis.call('GET', KEYS[n + i])) < fence then
+  if n > 1 and greater(fence, redis.call('GET', KEYS[n + i])) then
     redis.call('SET', KEYS[n + i], fence)
   end
 end

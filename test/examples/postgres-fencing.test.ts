@@ -43,7 +43,7 @@ test(
         resolve({ code, stdout, stderr });
       });
     });
-    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
     const summary = JSON.parse(result.stdout.trim().split('\n').pop()!) as {
       stock: number;
       sold: number;

@@ -218,6 +218,7 @@ function progressUi(out: NodeJS.WriteStream, quiet: boolean) {
   const tty = out.isTTY === true && !quiet;
   let last: Progress | undefined;
   let lastPlain = 0;
+  let soldOutShown = false;
   let barShown = false;
   const render = (p: Progress): string => {
     const width = 30;
@@ -248,8 +249,9 @@ function progressUi(out: NodeJS.WriteStream, quiet: boolean) {
         clear();
         out.write(render(p));
         barShown = true;
-      } else if (p.seconds - lastPlain >= 1 || p.sold === p.stock) {
+      } else if (p.seconds - lastPlain >= 1 || (p.sold === p.stock && !soldOutShown)) {
         lastPlain = p.seconds;
+        soldOutShown = p.sold === p.stock;
         out.write(`${render(p)}\n`);
       }
     },

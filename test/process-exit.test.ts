@@ -1,0 +1,98 @@
+// A process that closes its managers must be able to end by itself: no
+// timer, socket or subscription of fencelock may keep the event loop alive.
+// Each case runs a script from test/fixtures in a child Node process that never calls process.exit.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+const EXIT_WITHIN_MS = 10_000;
+
+interface ChildResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly ms: number;
+  readonly lines: Array<Record<string, unknown>>;
+  readonly stderr: string;
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Runs a fixture; if it has not exited after EXIT_WITHIN_MS, ends it (and its redis-server) and reports that. */
+function runFixture(name: string): Promise<ChildResult & { timedOut: boolean }> {
+  const started = performance.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'test', 'fixtures', name)], {
+    cwd: repo,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const lines = (): Array<Record<string, unknown>> =>
+    stdout
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  return new Promise((resolve) => {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGTERM'); // the child's fencelock/testing stops its redis-server on SIGTERM
+      setTimeout(() => child.kill('SIGKILL'), 3_000).unref();
+    }, EXIT_WITHIN_MS);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      // never leave a redis-server behind, even if the child was killed hard
+      for (const line of lines()) {
+        const pid = line.redisPid;
+        if (typeof pid === 'number' && alive(pid)) process.kill(pid, 'SIGKILL');
+      }
+      // stdout may still hold the last line when 'exit' fires: wait for 'close'
+      const finish = (): void => resolve({ code, signal, ms: performance.now() - started, lines: lines(), stderr, timedOut });
+      if (child.stdout.readableEnded) finish();
+      else child.stdout.once('close', finish);
+    });
+  });
+}
+
+function assertExitedByItself(r: ChildResult & { timedOut: boolean }): Record<string, unknown> {
+  assert.equal(r.timedOut, false, `the child did not exit by itself within ${EXIT_WITHIN_MS} ms\n${r.stderr}`);
+  assert.equal(r.signal, null, r.stderr);
+  assert.equal(r.code, 0, `exit code ${r.code}\n${r.stderr}`);
+  const result = r.lines.find((l) => l.done === true);
+  assert.ok(result, `the child never reported done; stderr:\n${r.stderr}`);
+  const pid = r.lines.find((l) => typeof l.redisPid === 'number')?.redisPid as number;
+  assert.equal(alive(pid), false, 'its redis-server is gone');
+  return result;
+}
+
+describe('process exit', () => {
+  test('after close(), a process with URL, ioredis and node-redis managers ends by itself', async () => {
+    const result = assertExitedByItself(await runFixture('exit-after-close.ts'));
+    const fences = result.fences as string[];
+    assert.equal(fences.length, 3);
+    assert.ok(
+      fences.every((f, i) => i === 0 || BigInt(f) > BigInt(fences[i - 1]!)),
+      `fences ${fences.join(', ')}`,
+    );
+    assert.equal(result.heldBeforeClose, 1);
+    assert.equal(result.heldAfterClose, 0, 'close() releases the locks its manager still holds');
+  });
+
+  test('managers closed while waiting in acquire() reject their waiters, and the process ends by itself', async () => {
+    const result = assertExitedByItself(await runFixture('exit-while-waiting.ts'));
+    assert.equal(result.subscribers, 2, 'both waiters were waiting (subscribed) when closed');
+    assert.deepEqual(result.outcomes, ['CLOSED', 'CLOSED']);
+    assert.equal(result.stillHeld, true, "closing the waiters did not touch the holder's lock");
+  });
+});
