@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { RedisServerNotFoundError } from '../testing/index.js';
 import { inspect, nodesStart, release } from './commands.js';
-import { runDemo } from './demo/run-demo.js';
+import { runDemo, type DemoOptions } from './demo/run-demo.js';
 import { CliError, parsePositiveInt, parseUrls } from './output.js';
 
 /** The package's version, found from src/cli (sources) or dist/esm/cli (build) alike. */
@@ -42,23 +42,12 @@ export async function main(argv: readonly string[]): Promise<number> {
     .addOption(new Option('--seed <n>', 'seed for the chaos choices').default(1).argParser(parsePositiveInt('--seed', 2 ** 31)))
     .option('--no-chaos', 'no injected faults')
     .option('--json', 'print the report as JSON')
-    .action(
-      async (o: {
-        nodes?: string[];
-        storage?: string;
-        workers: number;
-        stock: number;
-        ttl: number;
-        seed: number;
-        chaos: boolean;
-        json?: boolean;
-      }) => {
-        if (o.ttl < 400)
-          throw new CliError('--ttl must be at least 400 ms (the demo uses a 100 ms node timeout, which must stay under ttl / 3)', 2);
-        const report = await runDemo({ ...o, json: o.json === true });
-        code = report.ok ? 0 : 1;
-      },
-    );
+    .action(async (o: Omit<DemoOptions, 'json'> & { json?: boolean }) => {
+      if (o.ttl < 400)
+        throw new CliError('--ttl must be at least 400 ms (the demo uses a 100 ms node timeout, which must stay under ttl / 3)', 2);
+      const report = await runDemo({ ...o, json: o.json === true });
+      code = report.ok ? 0 : 1;
+    });
 
   const nodes = program.command('nodes').description('local redis-server nodes for trying fencelock out');
   nodes

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { LockManager } from '../../src/index.js';
 import { startRedisNodes, type LocalRedisNodes } from '../../src/testing/index.js';
 import { eventually } from '../support/harness.js';
-import { isAlive, runCli } from './run-cli.js';
+import { isAlive, runCli } from '../support/child.js';
 
 describe('fencelock inspect / release', () => {
   let nodes: LocalRedisNodes;

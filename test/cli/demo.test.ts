@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { eventually } from '../support/harness.js';
-import { isAlive, runCli } from './run-cli.js';
+import { isAlive, runCli } from '../support/child.js';
 
 interface Report {
   unitsSold: number;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 import pg from 'pg';
+import { runTs } from '../support/child.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -25,24 +25,7 @@ test(
   { skip: !up && !process.env.CI ? `no PostgreSQL at ${url}` : false },
   async () => {
     assert.ok(up, `PostgreSQL must be reachable at ${url} in CI`);
-    const result = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'examples/postgres-fencing.ts'], {
-        env: { ...process.env, DATABASE_URL: url },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        reject(new Error(`example did not finish in 60 s: ${stderr}`));
-      }, 60_000);
-      child.on('exit', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stdout, stderr });
-      });
-    });
+    const result = await runTs(['examples/postgres-fencing.ts'], 60_000, { DATABASE_URL: url });
     assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
     const summary = JSON.parse(result.stdout.trim().split('\n').pop()!) as {
       stock: number;

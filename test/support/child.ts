@@ -8,8 +8,13 @@ export interface CliResult {
 
 /** Runs `fencelock <args>` from the sources, bounded by `timeoutMs` (killed past it). */
 export function runCli(args: readonly string[], timeoutMs = 60_000, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return runTs(['src/cli/main.ts', ...args], timeoutMs, env);
+}
+
+/** Runs a TypeScript file (and its arguments) in a child Node process, output captured, bounded by `timeoutMs`. */
+export function runTs(args: readonly string[], timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
       env: { ...process.env, NO_COLOR: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -19,7 +24,7 @@ export function runCli(args: readonly string[], timeoutMs = 60_000, env: NodeJS.
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`fencelock ${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(new Error(`${args.join(' ')} did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
     }, timeoutMs);
     child.on('exit', (code) => {
       clearTimeout(timer);
