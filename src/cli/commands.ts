@@ -31,7 +31,7 @@ export async function inspect(resource: string, o: { nodes: string[]; json: bool
       const c = colours(process.stdout);
       const rows = [['node', 'holder', 'remaining', 'fence'].map((h) => c('bold', h))];
       for (const n of info.nodes) {
-        if (n.error) rows.push([n.node, c('red', `error: ${n.error.message}`), '', '']);
+        if (n.error) rows.push([n.node, c('red', `error: ${n.error.message.replace(`${n.node}: `, '')}`), '', '']);
         else rows.push([n.node, n.owner ?? c('dim', '(free)'), n.owner ? `${n.remaining} ms` : '', String(n.fence)]);
       }
       process.stdout.write(
