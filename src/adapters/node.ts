@@ -1,9 +1,6 @@
 import { NodeError, NodeTimeoutError } from '../errors.js';
 import type { ClientDriver, RedisNode, Script } from './types.js';
 
-/** How long a connection that was never ready may take for its first handshake. */
-const FIRST_CONNECT_MS = 1_000;
-
 /**
  * Turns a client driver into a RedisNode with the guarantees the algorithm
  * relies on: a request never waits past its timeout, a command is only sent
@@ -29,8 +26,14 @@ export class DriverNode implements RedisNode {
     });
   }
 
-  async run(script: Script, keys: readonly string[], args: readonly string[], requested: number): Promise<unknown> {
-    const timeoutMs = this.allowFor(requested);
+  async run(
+    script: Script,
+    keys: readonly string[],
+    args: readonly string[],
+    requested: number,
+    firstConnectMs = requested,
+  ): Promise<unknown> {
+    const timeoutMs = this.allowFor(requested, firstConnectMs);
     const deadline = performance.now() + timeoutMs;
     const tail = [String(keys.length), ...keys, ...args];
     const what = `${script.name} script`;
@@ -44,7 +47,7 @@ export class DriverNode implements RedisNode {
   }
 
   subscribe(channel: string, onMessage: () => void, requested: number): Promise<void> {
-    const timeoutMs = this.allowFor(requested);
+    const timeoutMs = this.allowFor(requested, requested);
     return this.bounded(() => this.driver.subscribe(channel, onMessage), performance.now() + timeoutMs, timeoutMs, 'subscribe');
   }
 
@@ -56,18 +59,14 @@ export class DriverNode implements RedisNode {
     return this.driver.close();
   }
 
-  /**
-   * The time a request may take: `requested`, except on a connection that has
-   * never been ready yet (a manager built from URLs a moment ago), which gets
-   * FIRST_CONNECT_MS to come up: its first handshake is no sign of a dead node.
-   */
-  private allowFor(requested: number): number {
+  /** The time a request may take: `requested`, or `firstConnectMs` on a connection that has never been ready yet. */
+  private allowFor(requested: number, firstConnectMs: number): number {
     if (this.everReady) return requested;
     if (this.driver.state() === 'ready') {
       this.everReady = true;
       return requested;
     }
-    return Math.max(requested, FIRST_CONNECT_MS);
+    return Math.max(requested, firstConnectMs);
   }
 
   /** Waits for a ready connection and then for the answer, both within one deadline. */

@@ -21,8 +21,13 @@ export interface RedisNode {
   readonly name: string;
   /** A Cluster client: keys of one call must share a slot. */
   readonly isCluster: boolean;
-  /** EVALSHA, falling back to EVAL when the node answers NOSCRIPT. */
-  run(script: Script, keys: readonly string[], args: readonly string[], timeoutMs: number): Promise<unknown>;
+  /**
+   * EVALSHA, falling back to EVAL when the node answers NOSCRIPT. A connection
+   * that has never been ready may take `firstConnectMs` (default: timeoutMs)
+   * for its first handshake: a manager built from URLs a moment ago is not a
+   * sign of dead nodes.
+   */
+  run(script: Script, keys: readonly string[], args: readonly string[], timeoutMs: number, firstConnectMs?: number): Promise<unknown>;
   /** Subscribe on a separate connection that this node owns. */
   subscribe(channel: string, onMessage: () => void, timeoutMs: number): Promise<void>;
   unsubscribe(channel: string): Promise<void>;

@@ -6,6 +6,7 @@ import { keysFor, markerKey, type ResourceKeys } from '../keys.js';
 import { driftOf, type ResolvedManagerOptions } from '../options.js';
 import { scripts } from '../scripts/index.js';
 import { Quarantine } from './quarantine.js';
+import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
 
 /**
  * The protocol, in one place. One node is the single-instance lock; N nodes
@@ -30,6 +31,13 @@ export interface Grant {
   readonly epochs: readonly string[];
 }
 
+const UNTRUSTED =
+  'lost its data earlier and its fence counter for this resource is not repaired yet: its grant counts once a quorum of ' +
+  'trustworthy nodes (or every node) answers';
+
+/** The longest a connection that has never been ready may take for its first handshake. */
+const FIRST_CONNECT_MS = 1_000;
+
 /** After a leader failed, waiters go straight to all nodes for this long. */
 const LEADER_COOLDOWN_MS = 1_000;
 
@@ -46,10 +54,16 @@ export interface NodeErrorReport {
   (node: RedisNode, error: Error, operation: string, resources: readonly string[]): void;
 }
 
+interface NodeState {
+  epoch: string;
+  /** ms since this node's data was created (its marker) */
+  age: number;
+  nodeTrusted: boolean;
+  resourcesTrusted: boolean;
+}
+
 type AcquireReply =
-  | { kind: 'granted'; fence: bigint; epoch: string; age: number }
-  | { kind: 'held'; pttl: number; epoch: string; age: number }
-  | { kind: 'error'; error: Error };
+  ({ kind: 'granted'; fence: bigint } & NodeState) | ({ kind: 'held'; pttl: number } & NodeState) | { kind: 'error'; error: Error };
 
 export class Redlock {
   readonly quorum: number;
@@ -111,11 +125,13 @@ export class Redlock {
     const keys = this.keys(resources);
     const keyArgs = (i: number): string[] => [...keys.map((k) => k.lock), ...keys.map((k) => k.fence), this.markerFor(i, keys)];
     const args = [token, String(ttl), String(resources.length), randomBytes(8).toString('hex')];
+    // A connection not yet up (a manager built from URLs a moment ago) may take longer, within what the lease allows.
+    const firstConnect = Math.max(this.options.nodeTimeout, Math.min(FIRST_CONNECT_MS, Math.floor(ttl / 3)));
     const ask = (i: number): Promise<AcquireReply> => {
       const node = this.nodes[i] as RedisNode;
       return node
-        .run(scripts.acquire, keyArgs(i), args, this.options.nodeTimeout)
-        .then((reply) => parseAcquireReply(arrayReply(reply, 4, node, 'acquire'), node))
+        .run(scripts.acquire, keyArgs(i), args, this.options.nodeTimeout, firstConnect)
+        .then((reply) => parseAcquireReply(arrayReply(reply, 6, node, 'acquire'), node))
         .then(undefined, (error: Error): AcquireReply => {
           this.lastFailure[i] = monotonicNow();
           return { kind: 'error', error };
@@ -136,25 +152,35 @@ export class Redlock {
     }
     const now = monotonicNow();
 
-    const winners: number[] = [];
     const failures: NodeFailure[] = [];
     const heldFor: number[] = [];
-    replies.forEach((reply, i) => {
+    const answers = replies.map((reply, i): NodeAnswer => {
       const node = this.nodes[i] as RedisNode;
       if (reply.kind === 'error') {
         failures.push({ node: node.name, error: reply.error });
         this.reportNodeError(node, reply.error, 'acquire', resources);
-        return;
+        return { kind: 'error', nodeTrusted: false, resourcesTrusted: false, quarantined: false };
       }
       this.quarantine.observe(i, reply.epoch, now);
-      if (reply.kind === 'held') return void heldFor.push(reply.pttl < 0 ? Infinity : reply.pttl);
-      const excluded = this.quarantine.excludes(i, ttl, reply.age, now);
+      if (reply.kind === 'held') heldFor.push(reply.pttl < 0 ? Infinity : reply.pttl);
+      const excluded = reply.kind === 'granted' ? this.quarantine.excludes(i, ttl, reply.age, now) : undefined;
       if (excluded) failures.push({ node: node.name, error: new NodeError(node.name, excluded) });
-      else winners.push(i);
+      return {
+        kind: reply.kind,
+        nodeTrusted: reply.nodeTrusted,
+        resourcesTrusted: reply.resourcesTrusted,
+        quarantined: excluded !== undefined,
+      };
     });
+    const count = countGrants(answers, this.quorum);
+    for (const i of count.untrusted) {
+      const name = (this.nodes[i] as RedisNode).name;
+      failures.push({ node: name, error: new NodeError(name, UNTRUSTED) });
+    }
+    const winners = count.counted;
 
     if (winners.length >= this.quorum) {
-      const grant = await this.agreeOnFence(resources, keys, token, ttl, start, replies, winners, failures);
+      const grant = await this.agreeOnFence(resources, keys, token, ttl, start, replies, count, failures);
       if (grant) return { kind: 'acquired', grant };
     }
 
@@ -174,9 +200,10 @@ export class Redlock {
   }
 
   /**
-   * The fence is the largest counter in the quorum, written back to the quorum
-   * members that had less: the next holder's quorum overlaps ours in at least
-   * one node, whose counter then already exceeds our fence.
+   * The fence is the largest counter among the granting nodes, written back to
+   * those that had less (and to those whose counter was not trustworthy, which
+   * this repairs): the next holder's quorum overlaps ours in at least one
+   * trustworthy node, whose counter then already exceeds our fence.
    */
   private async agreeOnFence(
     resources: readonly string[],
@@ -185,32 +212,32 @@ export class Redlock {
     ttl: number,
     start: number,
     replies: AcquireReply[],
-    winners: number[],
+    count: GrantCount,
     failures: NodeFailure[],
   ): Promise<Grant | undefined> {
-    const fenceOf = (i: number): bigint => (replies[i] as { fence: bigint }).fence;
-    const fence = winners.reduce((max, i) => (fenceOf(i) > max ? fenceOf(i) : max), 0n);
+    const granted = replies.flatMap((r, i) => (r.kind === 'granted' ? [{ i, r }] : []));
+    const fence = granted.reduce((max, { r }) => (r.fence > max ? r.fence : max), 0n);
     // Every node that granted ran INCR, quarantined ones included: raise them all, not just the quorum.
-    // A node with a counter below a fence it helped issue is how fences could go backwards later.
-    const granted = replies.flatMap((r, i) => (r.kind === 'granted' ? [i] : []));
-    const behind = granted.filter((i) => fenceOf(i) < fence);
-    const raised = new Set<number>();
-    if (behind.length > 0) {
-      const fenceKeys = keys.map((k) => k.fence);
-      await Promise.all(
-        behind.map((i) => {
-          const node = this.nodes[i] as RedisNode;
-          return node.run(scripts.raiseFence, fenceKeys, [fence.toString()], this.options.nodeTimeout).then(
-            () => raised.add(i),
-            (error: Error) => {
-              failures.push({ node: node.name, error });
-              this.reportNodeError(node, error, 'fence write-back', resources);
-            },
-          );
-        }),
-      );
-    }
-    const confirmed = winners.filter((i) => fenceOf(i) === fence || raised.has(i));
+    const repair = granted.filter(({ r }) => r.fence < fence || count.bootstrap || !(r.nodeTrusted || r.resourcesTrusted));
+    const repaired = new Set<number>();
+    await Promise.all(
+      repair.map(({ i, r }) => {
+        const node = this.nodes[i] as RedisNode;
+        const fenceKeys = [...keys.map((k) => k.fence), this.markerFor(i, keys)];
+        return node
+          .run(scripts.raiseFence, fenceKeys, [fence.toString(), r.epoch, count.bootstrap ? '1' : '0'], this.options.nodeTimeout)
+          .then((ok) => {
+            if (Number(ok) !== 1) throw new NodeError(node.name, 'lost its data during the acquire (fence write-back refused)');
+            repaired.add(i);
+          })
+          .catch((error: Error) => {
+            failures.push({ node: node.name, error });
+            this.reportNodeError(node, error, 'fence write-back', resources);
+          });
+      }),
+    );
+    const needsRepair = new Set(repair.map(({ i }) => i));
+    const confirmed = count.counted.filter((i) => !needsRepair.has(i) || repaired.has(i));
     const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
     if (confirmed.length < this.quorum || validUntil <= monotonicNow()) return undefined;
     const epochs = this.nodes.map((_, i) => {
@@ -288,7 +315,7 @@ export class Redlock {
     return Promise.all(
       this.nodes.map((node, i) =>
         node
-          .run(scripts.inspect, [k.lock, k.fence, this.markerFor(i, [k])], [], this.options.nodeTimeout)
+          .run(scripts.inspect, [k.lock, k.fence, this.markerFor(i, [k])], [], this.options.nodeTimeout, FIRST_CONNECT_MS)
           .then((reply) => {
             const [owner, pttl, fence] = arrayReply(reply, 3, node, 'inspect');
             return {
@@ -313,7 +340,7 @@ export class Redlock {
     const failures: NodeFailure[] = [];
     const results = await Promise.all(
       this.nodes.map((node) =>
-        node.run(scripts.forceRelease, [k.lock], [k.channel], this.options.nodeTimeout).then(
+        node.run(scripts.forceRelease, [k.lock], [k.channel], this.options.nodeTimeout, FIRST_CONNECT_MS).then(
           (n) => Number(n),
           (error: Error) => {
             failures.push({ node: node.name, error });
@@ -347,9 +374,15 @@ function parseFence(value: unknown, node: RedisNode): bigint {
   return BigInt(text);
 }
 
-function parseAcquireReply([ok, value, epoch, age]: unknown[], node: RedisNode): AcquireReply {
-  if (Number(ok) === 1) return { kind: 'granted', fence: parseFence(value, node), epoch: String(epoch), age: Number(age) };
-  return { kind: 'held', pttl: Number(value), epoch: String(epoch), age: Number(age) };
+function parseAcquireReply([ok, value, epoch, age, nodeTrusted, resourcesTrusted]: unknown[], node: RedisNode): AcquireReply {
+  const state: NodeState = {
+    epoch: String(epoch),
+    age: Number(age),
+    nodeTrusted: Number(nodeTrusted) === 1,
+    resourcesTrusted: Number(resourcesTrusted) === 1,
+  };
+  if (Number(ok) === 1) return { kind: 'granted', fence: parseFence(value, node), ...state };
+  return { kind: 'held', pttl: Number(value), ...state };
 }
 
 /** Script replies are arrays of a known length; anything else is the node's fault, reported as its error. */

@@ -40,8 +40,16 @@ export async function acquireWaiting(
   const token = Redlock.newToken();
   const started = monotonicNow();
   const deadline = started + opts.timeout;
-  const attemptOnce = (leaderFirst: boolean): Promise<Attempt> =>
-    guard(redlock, redlock.acquireOnce(resources, token, opts.ttl, leaderFirst), signal);
+  const once = (leaderFirst: boolean): Promise<Attempt> => guard(redlock, redlock.acquireOnce(resources, token, opts.ttl, leaderFirst), signal);
+  // A round that failed only on node errors is tried once more at once (acquire, not tryAcquire): a
+  // single stall of this process longer than nodeTimeout must not fail a call with seconds of timeout
+  // left. A second such round in a row means nodes are down, and acquire says so with QuorumError.
+  const attemptOnce = async (leaderFirst: boolean): Promise<Attempt> => {
+    const attempt = await once(leaderFirst);
+    if (attempt.kind !== 'no-quorum' || opts.timeout <= 0 || monotonicNow() >= deadline) return attempt;
+    attempts++;
+    return once(false);
+  };
 
   let attempts = 1;
   let last = await attemptOnce(false);

@@ -393,13 +393,13 @@ for (const kind of CLIENT_KINDS) {
       const resource = `bad-fence-${kind}`;
       const keys = keysFor(PREFIX, resource);
       const admin = s.admin[0]!;
-      await admin.set(keys.fence, 'not-a-number');
+      await admin.hset(keys.fence, 'n', 'not-a-number');
       await assert.rejects(m.tryAcquire(resource), (e) => {
         isQuorumError(e, [names[0]!]);
         assert.match((e as Error).message, /not an integer/);
         return true;
       });
-      assert.equal(await admin.get(keys.fence), 'not-a-number');
+      assert.equal(await admin.hget(keys.fence, 'n'), 'not-a-number');
       assert.equal(await admin.exists(keys.lock), 0);
       await admin.del(keys.fence);
       const lock = await m.acquire(resource);
@@ -413,7 +413,7 @@ for (const kind of CLIENT_KINDS) {
       const keys = keysFor(PREFIX, resource);
       const lock = await m.acquire(resource);
       try {
-        await s.admin[1]!.set(keys.fence, 'not-a-number');
+        await s.admin[1]!.hset(keys.fence, 'n', 'not-a-number');
         const info = await m.inspect(resource); // must resolve: one odd node is that node's problem
         assert.equal(info.holder, lock.value);
         assert.equal(info.nodes.length, 5);
@@ -432,38 +432,60 @@ for (const kind of CLIENT_KINDS) {
       const resource = `big-fence-${kind}`;
       const fenceKey = keysFor(PREFIX, resource).fence;
       const seeded = 2n ** 53n;
-      await s.admin[0]!.set(fenceKey, seeded.toString());
+      await s.admin[0]!.hset(fenceKey, 'n', seeded.toString());
       let last = seeded;
       for (let i = 0; i < 3; i++) {
         const lock = await m.acquire(resource);
         assert.equal(lock.fence, last + 1n, `acquire ${i}: fence ${lock.fence}, counter was ${last}`);
-        assert.equal(await s.admin[0]!.get(fenceKey), lock.fence.toString(), 'the fence handed out is the counter stored');
+        assert.equal(await s.admin[0]!.hget(fenceKey, 'n'), lock.fence.toString(), 'the fence handed out is the counter stored');
         last = lock.fence;
         await lock.release();
       }
     });
 
-    test('fences survive rolling restarts of minorities while the restarted nodes are quarantined', async () => {
-      // Since fence F was issued only 2 of 5 nodes lose data (and one is briefly down):
-      // the contract still promises a larger fence to the next holder.
+    test('fences never go back across rolling restarts of minorities: an acquire that cannot prove a larger fence fails instead', async () => {
+      // Since fence F was issued only 2 of 5 nodes lose data (and one is briefly down): the contract
+      // still promises a larger fence to the next holder. Nodes that lost data do not count until a
+      // quorum of trustworthy nodes (or every node) answers, so the next acquire either fails fast or
+      // hands out more than F; once every node is back, it succeeds with more than F.
       const resource = `rolling-${kind}`;
       const a = await managers.make(kind, urls); // restartQuarantine 'observed'
       for (let i = 0; i < 5; i++) await (await a.m.acquire(resource)).release();
 
       await Promise.all([s.nodes.nodes[0]!.restart(), s.nodes.nodes[1]!.restart()]);
       await eventually(() => clientsReady(kind, a.clients), 5_000, 10);
-      const issued = await a.m.acquire(resource); // nodes 0 and 1 are quarantined for a: its quorum is 2, 3, 4
+      const issued = await a.m.acquire(resource); // nodes 0 and 1 do not count: its quorum is 2, 3, 4
       await issued.release();
 
       await Promise.all([s.nodes.nodes[2]!.restart(), s.nodes.nodes[3]!.restart()]);
-      const b = await managers.make(kind, urls); // never saw the nodes: no quarantine
+      const b = await managers.make(kind, urls); // never saw the nodes: no time-based quarantine
       await s.nodes.nodes[4]!.kill();
-      const next = await b.m.acquire(resource, { timeout: 2_000 });
+      const early: Lock | null | Error = await b.m.tryAcquire(resource).catch((e: unknown) => e as Error);
+      if (early instanceof Error) {
+        assert.equal((early as QuorumError).code, 'NO_QUORUM', `unexpected ${String(early)}`);
+      } else {
+        assert.ok(early !== null && early.fence > issued.fence, `fence ${early?.fence} handed out after ${issued.fence}`);
+        await early.release();
+      }
+      await s.nodes.nodes[4]!.restart();
+      await eventually(() => clientsReady(kind, b.clients), 5_000, 10);
+      const next = await b.m.acquire(resource, { timeout: 3_000 });
       try {
         assert.ok(next.fence > issued.fence, `fence ${next.fence} handed out after ${issued.fence}`);
       } finally {
         await next.release();
       }
+    });
+
+    test('a majority restarted empty is outside the guarantee, but locks stay available once every node answers', async () => {
+      const resource = `majority-${kind}`;
+      const a = await managers.make(kind, urls, { ...OPTS, restartQuarantine: false });
+      await (await a.m.acquire(resource)).release();
+      await Promise.all([0, 1, 2].map((i) => s.nodes.nodes[i]!.restart()));
+      await eventually(() => clientsReady(kind, a.clients), 5_000, 10);
+      const lock = await a.m.acquire(resource, { timeout: 3_000 });
+      assert.ok(lock.isValid(), 'acquired after a majority lost its data');
+      await lock.release();
     });
   });
 

@@ -107,11 +107,11 @@ withNodeSets('fencing', NODE_COUNTS, (env, nodeCount) => {
       const first = await locks.acquire(resource);
       await first.release();
       // One node ran ahead (e.g. it took part in acquires the others missed).
-      await admin[0]!.set(keysOf(resource).fence, '1000');
+      await admin[0]!.hset(keysOf(resource).fence, 'n', '1000');
       const lock = await locks.acquire(resource);
       try {
         assert.equal(lock.fence, 1001n);
-        const counters = await Promise.all(admin.map((a) => a.get(keysOf(resource).fence)));
+        const counters = await Promise.all(admin.map((a) => a.hget(keysOf(resource).fence, 'n')));
         // every node that granted the lock now has at least the fence
         for (const [i, c] of counters.entries())
           assert.ok(BigInt(c ?? '0') >= lock.fence, `node ${i} counter ${c} below fence ${lock.fence}`);
@@ -153,7 +153,7 @@ withNodeSets('fencing', NODE_COUNTS, (env, nodeCount) => {
 
         // A different owner on node 0 (and a counter ahead there): inspect shows it per node.
         await admin[0]!.set(keysOf(resource).lock, 'intruder', 'PX', 5000);
-        await admin[0]!.set(keysOf(resource).fence, '77');
+        await admin[0]!.hset(keysOf(resource).fence, 'n', '77');
         const mixed = await observer.inspect(resource);
         assert.equal(mixed.nodes[0]!.owner, 'intruder');
         assert.equal(mixed.nodes[0]!.fence, 77n);

@@ -5,7 +5,7 @@ import { LockLostError, LockReleasedError, type LockEvents } from '../../src/ind
 import { CLIENT_KINDS } from '../support/harness.js';
 import { NODE_COUNTS, readyManager, aborted, keysOf, lockPttls, lockValues, uniqueResource, within, withNodeSets } from './helpers.js';
 
-const OPTIONS = { ttl: 2000, nodeTimeout: 50, acquireTimeout: 5000 };
+const OPTIONS = { ttl: 2000, nodeTimeout: 90, acquireTimeout: 5000 };
 
 withNodeSets('release and extend', NODE_COUNTS, (env, nodeCount) => {
   for (const kind of CLIENT_KINDS) {

@@ -5,7 +5,7 @@ import { LockLostError, LockReleasedError, type Lock, type LockEvents } from '..
 import { CLIENT_KINDS, delay } from '../support/harness.js';
 import { NODE_COUNTS, readyManager, aborted, keysOf, lockPttls, lockValues, uniqueResource, within, withNodeSets } from './helpers.js';
 
-const OPTIONS = { ttl: 2000, nodeTimeout: 50, acquireTimeout: 5000 };
+const OPTIONS = { ttl: 2000, nodeTimeout: 90, acquireTimeout: 5000 };
 
 withNodeSets(
   'withLock',
