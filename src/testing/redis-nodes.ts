@@ -15,7 +15,7 @@ export interface StartRedisOptions {
   persistence?: boolean;
   /**
    * wrap the server command, e.g. ['faketime', '-f', '+0 x1.5'] (used by clock-drift tests later).
-   * The wrapper must exec the server (faketime does), or signals reach the wrapper, not Redis.
+   * The wrapper must exec the server (`env VAR=... redis-server` does; the `faketime` command forks, so use its LD_PRELOAD form), or signals reach the wrapper, not Redis.
    */
   commandPrefix?: string[];
   /** ms to wait for PONG, default 10_000 */
