@@ -14,7 +14,7 @@ export interface StartRedisOptions {
   /** persist data across restart() (appendonly); default false: no persistence, like a cache node */
   persistence?: boolean;
   /**
-   * wrap the server command, e.g. ['faketime', '-f', '+0 x1.5'] (used by clock-drift tests later).
+   * wrap the server command, e.g. ['env', 'LD_PRELOAD=...libfaketime.so.1', 'FAKETIME=+0 x1.5'] (see test/support/faults/faketime.ts).
    * The wrapper must exec the server (`env VAR=... redis-server` does; the `faketime` command forks, so use its LD_PRELOAD form), or signals reach the wrapper, not Redis.
    */
   commandPrefix?: string[];
