@@ -83,7 +83,10 @@ export class DriverNode implements RedisNode {
       };
       const go = (): void => {
         send().then(
-          (value) => settle(() => resolve(value)),
+          (value) => {
+            this.lastError = undefined; // it answered: whatever went wrong before is over
+            settle(() => resolve(value));
+          },
           (error: unknown) => settle(() => reject(this.wrap(error, what))),
         );
       };
@@ -91,7 +94,12 @@ export class DriverNode implements RedisNode {
       const state = this.driver.state();
       if (state === 'ready') go();
       else if (state === 'closed') settle(() => reject(new NodeError(this.name, `connection is closed (${what})`)));
-      else
+      else if (this.everReady && this.lastError) {
+        // It was up and is now reconnecting after an error (refused, reset): say so at once rather than
+        // make every call of every lock wait nodeTimeout for a node that is known to be down.
+        const message = `not connected, reconnecting after: ${this.lastError.message} (${what})`;
+        settle(() => reject(new NodeError(this.name, message, { cause: this.lastError })));
+      } else
         stopWaiting = this.driver.whenReady(() => {
           this.everReady = true;
           if (!done) go();

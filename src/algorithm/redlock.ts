@@ -32,8 +32,8 @@ export interface Grant {
 }
 
 const UNTRUSTED =
-  'lost its data earlier and its fence counter for this resource is not repaired yet: its grant counts once a quorum of ' +
-  'trustworthy nodes (or every node) answers';
+  'its fence counter for this resource is not known to be complete (the node is new to this deployment or lost its data) ' +
+  'and not repaired yet: its grant counts once a quorum of trustworthy nodes (or every node) answers';
 
 /** The longest a connection that has never been ready may take for its first handshake. */
 const FIRST_CONNECT_MS = 1_000;
@@ -218,7 +218,13 @@ export class Redlock {
     const granted = replies.flatMap((r, i) => (r.kind === 'granted' ? [{ i, r }] : []));
     const fence = granted.reduce((max, { r }) => (r.fence > max ? r.fence : max), 0n);
     // Every node that granted ran INCR, quarantined ones included: raise them all, not just the quorum.
-    const repair = granted.filter(({ r }) => r.fence < fence || count.bootstrap || !(r.nodeTrusted || r.resourcesTrusted));
+    // On bootstrap, mark every answering node trusted (raising a counter is always safe), so that
+    // a new deployment does not leave its other nodes untrusted for every later resource.
+    const repair = replies.flatMap((r, i) => {
+      if (r.kind === 'error' || (r.kind === 'held' && !count.bootstrap)) return [];
+      const needed = count.bootstrap || (r.kind === 'granted' && r.fence < fence) || !(r.nodeTrusted || r.resourcesTrusted);
+      return needed ? [{ i, r }] : [];
+    });
     const repaired = new Set<number>();
     await Promise.all(
       repair.map(({ i, r }) => {

@@ -40,7 +40,8 @@ export async function acquireWaiting(
   const token = Redlock.newToken();
   const started = monotonicNow();
   const deadline = started + opts.timeout;
-  const once = (leaderFirst: boolean): Promise<Attempt> => guard(redlock, redlock.acquireOnce(resources, token, opts.ttl, leaderFirst), signal);
+  const once = (leaderFirst: boolean): Promise<Attempt> =>
+    guard(redlock, redlock.acquireOnce(resources, token, opts.ttl, leaderFirst), signal);
   // A round that failed only on node errors is tried once more at once (acquire, not tryAcquire): a
   // single stall of this process longer than nodeTimeout must not fail a call with seconds of timeout
   // left. A second such round in a row means nodes are down, and acquire says so with QuorumError.
