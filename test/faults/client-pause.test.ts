@@ -5,7 +5,16 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startRedisNode, startRedisNodes, type LocalRedisNode, type LocalRedisNodes } from '../../src/testing/index.js';
 import { delay, eventually } from '../support/harness.js';
-import { checkHistory, FencedStore, freeze, startWorkers, thaw, type LockWorker, type WorkerPool } from '../support/faults/index.js';
+import {
+  assertCleanExits,
+  checkHistory,
+  freeze,
+  startWorkers,
+  storeLogs,
+  thaw,
+  type LockWorker,
+  type WorkerPool,
+} from '../support/faults/index.js';
 import { scale } from './chaos-scale.js';
 
 const TTL = 600;
@@ -68,22 +77,12 @@ describe('a lock holder paused (SIGSTOP) for more than 2 x ttl', () => {
       if (lostBy(victim) > lostBefore) caught++;
     }
 
-    const exits = await pool.wait(durationMs + 30_000);
-    const why = pool.workers.map((w) => `${w.id}: ${w.errors.slice(0, 3).join('; ')}\n${w.output()}`).join('\n');
-    assert.deepEqual(
-      exits.map((e) => [e.code, e.signal]),
-      [
-        [0, null],
-        [0, null],
-        [0, null],
-      ],
-      why,
-    );
+    await assertCleanExits(pool, durationMs + 30_000);
 
     const records = pool.records();
-    const fs = new FencedStore(storage.url, storePrefix);
-    const log = await fs.log(resource).finally(() => fs.close());
-    const result = checkHistory(records, { [resource]: log });
+    const logs = await storeLogs(storage.url, storePrefix, [resource]);
+    const log = logs[resource]!;
+    const result = checkHistory(records, logs);
     assert.deepEqual(result.violations, [], 'the checker found violations');
 
     const lost = records.filter((r) => r.endReason === 'lost');

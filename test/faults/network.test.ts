@@ -18,8 +18,8 @@ import {
   type WorkerPool,
   type WorkloadConfig,
 } from '../support/faults/index.js';
+import { LONG } from './chaos-scale.js';
 
-const LONG = process.env.FENCELOCK_CHAOS === 'long';
 const RUN_MS = LONG ? 20_000 : 3_000;
 const NODE_TIMEOUT = 200;
 const WORKERS = 3;

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { LockManager, LockTimeoutError, QuorumError } from '../../src/index.js';
 import { startRedisNode, startRedisNodes, type LocalRedisNode, type LocalRedisNodes } from '../../src/testing/index.js';
 import { delay, eventually } from '../support/harness.js';
-import { checkHistory, FencedStore, startWorkers, type StoreWrite, type WorkerPool } from '../support/faults/index.js';
+import { assertCleanExits, checkHistory, startWorkers, storeLogs, type WorkerPool } from '../support/faults/index.js';
 import { scale } from './chaos-scale.js';
 
 const NODE_TIMEOUT = 100;
@@ -74,25 +74,9 @@ describe('SIGKILL of 1, then 2 of 5 lock nodes under contention', () => {
     const secondKill = process.hrtime.bigint();
     await lockNodes.nodes[1]!.kill('SIGKILL');
 
-    const exits = await pool.wait(durationMs + 30_000);
-    const why = pool.workers.map((w) => `${w.id}: ${w.errors.slice(0, 3).join('; ')}\n${w.output()}`).join('\n');
-    assert.deepEqual(
-      exits.map((e) => [e.code, e.signal]),
-      [
-        [0, null],
-        [0, null],
-        [0, null],
-      ],
-      why,
-    );
+    await assertCleanExits(pool, durationMs + 30_000);
     const records = pool.records();
-    const fs = new FencedStore(storage.url, storePrefix);
-    let logs: Record<string, StoreWrite[]>;
-    try {
-      logs = Object.fromEntries(await Promise.all(resources.map(async (r) => [r, await fs.log(r)] as const)));
-    } finally {
-      fs.close();
-    }
+    const logs = await storeLogs(storage.url, storePrefix, resources);
     const result = checkHistory(records, logs);
     assert.deepEqual(result.violations, [], 'the checker found violations');
 

@@ -5,6 +5,7 @@
 // Run with --expose-gc. argv: <worker id> <SoakConfig as JSON>
 import { LockManager, type LockManagerOptions } from '../../src/index.js';
 import { encodeRecord, FencedStore, Recorder } from '../support/faults/index.js';
+import { armLeakWatchdog } from '../support/faults/leak-watchdog.js';
 
 export interface SoakConfig {
   readonly lockUrls: readonly string[];
@@ -148,10 +149,7 @@ async function main(): Promise<void> {
   await send({ type: 'report', report });
   finished = true;
   process.disconnect?.();
-  setTimeout(() => {
-    console.error(`${id}: still running 5 s after closing everything (a leaked handle)`);
-    process.exit(70);
-  }, 5_000).unref();
+  armLeakWatchdog(id);
 }
 
 main().catch((error: unknown) => {

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startRedisNode, startRedisNodes, type LocalRedisNode, type LocalRedisNodes } from '../../src/testing/index.js';
 import { eventually } from '../support/harness.js';
-import { checkHistory, decodeRecord, FencedStore, type HistoryRecord, type StoreWrite } from '../support/faults/index.js';
+import { checkHistory, decodeRecord, storeLogs, type HistoryRecord } from '../support/faults/index.js';
 import { scale } from './chaos-scale.js';
 import type { SoakConfig, SoakMessage, SoakReport } from './soak-worker.js';
 
@@ -134,13 +134,7 @@ describe('soak: 5 workers x 200 concurrent users over 100 resources', () => {
     );
 
     const records = workers.flatMap((w) => w.records);
-    const fs = new FencedStore(storage.url, storePrefix);
-    let logs: Record<string, StoreWrite[]>;
-    try {
-      logs = Object.fromEntries(await Promise.all(resources.map(async (r) => [r, await fs.log(r)] as const)));
-    } finally {
-      fs.close();
-    }
+    const logs = await storeLogs(storage.url, storePrefix, resources);
     const result = checkHistory(records, logs);
     assert.deepEqual(result.violations.slice(0, 5), [], `the checker found ${result.violations.length} violations`);
 

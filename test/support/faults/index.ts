@@ -25,3 +25,5 @@ export {
   type WorkerStats,
   type WorkloadConfig,
 } from './workers.js';
+export { assertCleanExits, storeLogs } from './verify.js';
+export { armLeakWatchdog } from './leak-watchdog.js';

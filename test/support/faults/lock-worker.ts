@@ -7,6 +7,7 @@ import { FencedStore } from './fenced-store.js';
 import { encodeRecord } from './history.js';
 import { Recorder } from './recorder.js';
 import type { ParentMessage, WorkerMessage, WorkerStats, WorkloadConfig } from './workers.js';
+import { armLeakWatchdog } from './leak-watchdog.js';
 
 const [id = 'worker', json = '{}'] = process.argv.slice(2);
 const config = JSON.parse(json) as WorkloadConfig;
@@ -85,11 +86,7 @@ async function main(): Promise<void> {
     finished = true;
     process.disconnect?.();
   }
-  // Everything is closed, so the process should end now; if it does not, a handle leaked: say so.
-  setTimeout(() => {
-    console.error(`${id}: still running 5 s after closing everything (a leaked handle)`);
-    process.exit(70);
-  }, 5_000).unref();
+  armLeakWatchdog(id);
 }
 
 main().catch((error: unknown) => {

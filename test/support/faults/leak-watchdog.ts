@@ -1,0 +1,11 @@
+/**
+ * For worker entry scripts: once everything is closed the process should end
+ * by itself. If it is still running `ms` later, a handle leaked: say so and
+ * exit with 70, so the test sees it instead of hanging.
+ */
+export function armLeakWatchdog(id: string, ms = 5_000): void {
+  setTimeout(() => {
+    console.error(`${id}: still running ${ms / 1000} s after closing everything (a leaked handle)`);
+    process.exit(70);
+  }, ms).unref();
+}
