@@ -36,8 +36,8 @@ describe('a lock holder paused (SIGSTOP) for more than 2 x ttl', () => {
     const resource = 'pause:r';
     const storePrefix = `pause:${process.hrtime.bigint()}:`;
     const freezeMs = 2 * TTL + 300;
-    // lock-worker.ts does not say when it holds a lock, so freeze at random moments until a freeze
-    // catches a holder; a long work step (most of the time spent holding) makes that likely.
+    // The worker reports each critical section as it starts; freezing it then catches it holding the lock,
+    // between its read and its write (the work step is long so the freeze lands inside it).
     const maxFreezes = scale(8, 30);
     const wantLost = scale(1, 5);
     const durationMs = scale(10_000, 90_000);
@@ -59,10 +59,7 @@ describe('a lock holder paused (SIGSTOP) for more than 2 x ttl', () => {
     let caught = 0;
     for (; freezes < maxFreezes && caught < wantLost && performance.now() + freezeMs + 2_000 < runEnd; freezes++) {
       const victim = pool.workers[freezes % pool.workers.length]!;
-      const seen = victim.records.length;
-      // It is in the middle of its loop (has recorded a holding since the last freeze), then a random moment.
-      await eventually(() => victim.records.length > seen, 10_000);
-      await delay(Math.floor(Math.random() * 150));
+      await victim.nextHolding(10_000);
       const lostBefore = lostBy(victim);
       freeze(victim);
       try {

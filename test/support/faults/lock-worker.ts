@@ -57,6 +57,7 @@ async function main(): Promise<void> {
         await recorder.withLock(
           resource,
           async (lock) => {
+            void send({ type: 'holding' });
             const { value } = await store.read(resource);
             await sleep(config.workMs ?? 3);
             // No lock.signal check before writing, on purpose: a paused holder's write goes out late,

@@ -39,6 +39,8 @@ export interface WorkerStats {
 /** Messages between parent and worker (IPC, JSON). */
 export type WorkerMessage =
   | { readonly type: 'ready' }
+  /** sent as a critical section starts, so a test can freeze a worker while it holds a lock */
+  | { readonly type: 'holding' }
   | { readonly type: 'record'; readonly line: string }
   | { readonly type: 'error'; readonly message: string }
   | { readonly type: 'done'; readonly stats: WorkerStats };
@@ -64,6 +66,8 @@ export interface LockWorker {
   readonly running: boolean;
   /** the tail of its stdout and stderr, for failure messages */
   output(): string;
+  /** resolves when the worker next reports that it holds a lock (rejects after `timeoutMs`) */
+  nextHolding(timeoutMs?: number): Promise<void>;
 }
 
 export interface WorkerPool {
@@ -83,6 +87,7 @@ class Worker implements LockWorker {
   readonly exited: Promise<WorkerExit>;
   readonly ready: Promise<void>;
   #out = '';
+  readonly #holding: Array<() => void> = [];
 
   constructor(
     readonly id: string,
@@ -98,6 +103,7 @@ class Worker implements LockWorker {
       child.once('exit', (code, signal) => reject(new Error(`worker ${id} exited (${signal ?? code}) before it was ready\n${this.#out}`)));
       child.on('message', (m: WorkerMessage) => {
         if (m.type === 'ready') resolve();
+        else if (m.type === 'holding') this.#holding.splice(0).forEach((wake) => wake());
         else if (m.type === 'record') this.#record(m.line);
         else if (m.type === 'error') this.errors.push(m.message);
         else if (m.type === 'done') this.stats = m.stats;
@@ -116,6 +122,16 @@ class Worker implements LockWorker {
 
   output(): string {
     return this.#out;
+  }
+
+  nextHolding(timeoutMs = 10_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`worker ${this.id} reported no holding within ${timeoutMs} ms`)), timeoutMs);
+      this.#holding.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   #record(line: string): void {
