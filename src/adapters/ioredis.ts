@@ -7,7 +7,7 @@ export interface IoredisLike {
   options?: { host?: string; port?: number; path?: string; db?: number };
   call(command: string, ...args: string[]): Promise<unknown>;
   connect(): Promise<unknown>;
-  duplicate(): IoredisLike;
+  duplicate(override?: { autoResubscribe?: boolean }): IoredisLike;
   subscribe(...channels: string[]): Promise<unknown>;
   unsubscribe(...channels: string[]): Promise<unknown>;
   quit(): Promise<unknown>;
@@ -137,10 +137,20 @@ export class IoredisDriver implements ClientDriver {
   /** Pub/sub needs a connection of its own: a subscribed connection can run no other command. */
   private subscriberConnection(): Promise<IoredisLike> {
     if (!this.subscriberReady) {
-      const sub = (this.client as IoredisLike).duplicate();
+      // ioredis's own resubscription after a reconnect leaves its promise unhandled: a reset during
+      // it would be an unhandled rejection in the user's process. We resubscribe ourselves instead.
+      // (A Cluster's duplicate() takes startup nodes first and manages its own subscriber: left as is.)
+      const client = this.client as IoredisLike;
+      const sub = this.isCluster ? client.duplicate() : client.duplicate({ autoResubscribe: false });
       this.subscriber = sub;
       sub.on('error', (e: Error) => this.emitError(e));
       sub.on('message', (channel: string) => this.handlers.get(channel)?.());
+      let first = true;
+      sub.on('ready', () => {
+        if (first || this.isCluster) return void (first = false);
+        const channels = [...this.handlers.keys()];
+        if (channels.length > 0) sub.subscribe(...channels).catch((e: Error) => this.emitError(e));
+      });
       this.subscriberReady = Promise.resolve(sub);
     }
     return this.subscriberReady;
