@@ -6,6 +6,7 @@
 import { LockManager, type LockManagerOptions } from '../../src/index.js';
 import { encodeRecord, FencedStore, Recorder } from '../support/faults/index.js';
 import { armLeakWatchdog } from '../support/faults/leak-watchdog.js';
+import { runHoldLoop, type HoldStats } from '../support/faults/hold-loop.js';
 
 export interface SoakConfig {
   readonly lockUrls: readonly string[];
@@ -19,14 +20,7 @@ export interface SoakConfig {
   readonly managerOptions: LockManagerOptions;
 }
 
-export interface SoakStats {
-  holds: number;
-  accepted: number;
-  rejected: number;
-  lost: number;
-  timeouts: number;
-  errors: number;
-}
+export type SoakStats = HoldStats;
 
 export interface SoakReport {
   readonly stats: SoakStats;
@@ -46,7 +40,6 @@ export type SoakMessage =
 const [id = 'soak', json = '{}'] = process.argv.slice(2);
 const config = JSON.parse(json) as SoakConfig;
 const MAX_HOLDS_PER_USER = 100_000;
-const MAX_ERROR_MESSAGES = 20;
 const READY_TIMEOUT_MS = 60_000;
 const FLUSH_MS = 50;
 const HANDLES_SETTLE_MS = 3_000;
@@ -68,7 +61,6 @@ process.on('disconnect', () => {
 });
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const codeOf = (e: unknown): unknown => (e as { code?: unknown } | null)?.code;
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 const handles = (): string[] => process.getActiveResourcesInfo().sort();
 
@@ -106,33 +98,18 @@ async function main(): Promise<void> {
   const recorder = new Recorder(manager, id, (r) => batch.push(encodeRecord(r)));
   try {
     const deadline = performance.now() + config.durationMs;
-    const user = async (): Promise<void> => {
-      for (let i = 0; i < MAX_HOLDS_PER_USER && performance.now() < deadline; i++) {
-        const resource = config.resources[Math.floor(Math.random() * config.resources.length)]!;
-        const left = Math.max(0, Math.floor(deadline - performance.now()));
-        try {
-          await recorder.withLock(
-            resource,
-            async (lock) => {
-              const { value } = await store.read(resource);
-              await sleep(config.workMs);
-              if (await store.write(resource, Number(value ?? 0) + 1, lock.fence)) stats.accepted++;
-              else stats.rejected++;
-            },
-            { timeout: Math.min(config.acquireTimeout, left) },
-          );
-          stats.holds++;
-        } catch (error) {
-          const code = codeOf(error);
-          if (code === 'LOCK_LOST') stats.lost++;
-          else if (code === 'ACQUIRE_TIMEOUT') stats.timeouts++;
-          else {
-            if (stats.errors++ < MAX_ERROR_MESSAGES) void send({ type: 'error', message: `${id}: ${String(error)}` });
-            await sleep(10);
-          }
-        }
-      }
-    };
+    const user = (): Promise<void> =>
+      runHoldLoop({
+        recorder,
+        store,
+        resources: config.resources,
+        deadline,
+        maxHolds: MAX_HOLDS_PER_USER,
+        workMs: config.workMs,
+        lockOptions: { timeout: config.acquireTimeout },
+        stats,
+        onError: (error) => void send({ type: 'error', message: `${id}: ${String(error)}` }),
+      });
     await Promise.all(Array.from({ length: config.users }, user));
   } finally {
     recorder.close();

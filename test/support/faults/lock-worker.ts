@@ -8,12 +8,12 @@ import { encodeRecord } from './history.js';
 import { Recorder } from './recorder.js';
 import type { ParentMessage, WorkerMessage, WorkerStats, WorkloadConfig } from './workers.js';
 import { armLeakWatchdog } from './leak-watchdog.js';
+import { runHoldLoop } from './hold-loop.js';
 
 const [id = 'worker', json = '{}'] = process.argv.slice(2);
 const config = JSON.parse(json) as WorkloadConfig;
 /** Loops are bounded in count as well as time, whatever the config says. */
 const MAX_HOLDS = 100_000;
-const MAX_ERROR_MESSAGES = 20;
 const READY_TIMEOUT_MS = 60_000;
 
 let finished = false;
@@ -29,9 +29,6 @@ function send(m: WorkerMessage): Promise<void> {
     process.send(m, undefined, undefined, () => resolve());
   });
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const codeOf = (e: unknown): unknown => (e as { code?: unknown } | null)?.code;
 
 async function main(): Promise<void> {
   const manager = new LockManager([...config.lockUrls], config.managerOptions);
@@ -49,36 +46,18 @@ async function main(): Promise<void> {
     await send({ type: 'ready' });
     if (!(await go)) throw new Error(`no 'go' from the parent within ${READY_TIMEOUT_MS} ms`);
 
-    const deadline = performance.now() + config.durationMs;
-    for (let i = 0; i < MAX_HOLDS && performance.now() < deadline; i++) {
-      const resource = config.resources[Math.floor(Math.random() * config.resources.length)]!;
-      const left = Math.max(0, Math.floor(deadline - performance.now()));
-      try {
-        await recorder.withLock(
-          resource,
-          async (lock) => {
-            void send({ type: 'holding' });
-            const { value } = await store.read(resource);
-            await sleep(config.workMs ?? 3);
-            // No lock.signal check before writing, on purpose: a paused holder's write goes out late,
-            // and the fence is what must stop it.
-            if (await store.write(resource, Number(value ?? 0) + 1, lock.fence)) stats.accepted++;
-            else stats.rejected++;
-          },
-          { ...config.lockOptions, timeout: Math.min(config.lockOptions?.timeout ?? left, left) },
-        );
-        stats.holds++;
-      } catch (error) {
-        const code = codeOf(error);
-        if (code === 'LOCK_LOST') stats.lost++;
-        else if (code === 'ACQUIRE_TIMEOUT') stats.timeouts++;
-        else {
-          // Nodes or the store failing under a fault: note it, back off a little, carry on.
-          if (stats.errors++ < MAX_ERROR_MESSAGES) void send({ type: 'error', message: `${id}: ${String(error)}` });
-          await sleep(10);
-        }
-      }
-    }
+    await runHoldLoop({
+      recorder,
+      store,
+      resources: config.resources,
+      deadline: performance.now() + config.durationMs,
+      maxHolds: MAX_HOLDS,
+      workMs: config.workMs ?? 3,
+      lockOptions: config.lockOptions,
+      stats,
+      onHolding: () => void send({ type: 'holding' }),
+      onError: (error) => void send({ type: 'error', message: `${id}: ${String(error)}` }),
+    });
   } finally {
     recorder.close();
     await manager.close();

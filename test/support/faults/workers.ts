@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { LockManagerOptions, WithLockOptions } from '../../../src/index.js';
 import { decodeRecord, type HistoryRecord } from './history.js';
+import type { HoldStats } from './hold-loop.js';
 
 const WORKER_FILE = fileURLToPath(new URL('./lock-worker.ts', import.meta.url));
 /** `--import tsx` resolves from the working directory: run workers from the repository root. */
@@ -27,14 +28,8 @@ export interface WorkloadConfig {
   readonly storePrefix?: string;
 }
 
-export interface WorkerStats {
-  readonly holds: number;
-  readonly accepted: number;
-  readonly rejected: number;
-  readonly lost: number;
-  readonly timeouts: number;
-  readonly errors: number;
-}
+/** What a worker counted over its run (see hold-loop.ts). */
+export type WorkerStats = Readonly<HoldStats>;
 
 /** Messages between parent and worker (IPC, JSON). */
 export type WorkerMessage =
