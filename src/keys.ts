@@ -6,6 +6,8 @@
  *   <prefix>{<resource>}:lock      owner token, with the lease as its TTL
  *   <prefix>{<resource>}:fence     fencing counter (never expires)
  *   <prefix>{<resource>}:released  pub/sub channel a release publishes on
+ *   <prefix>{<resource>}:queue     waiters in arrival order (sorted set, score = ticket)
+ *   <prefix>{<resource>}:leases    the same waiters' lease ends (sorted set, score = ms)
  *   <prefix>{node}:epoch           this node's data epoch (restart detection)
  *   <prefix>{<resource>}:epoch     the same, per slot, on a Redis Cluster node
  *                                  (a script may only touch keys of one slot there)
@@ -19,6 +21,9 @@ export interface ResourceKeys {
   readonly lock: string;
   readonly fence: string;
   readonly channel: string;
+  /** waiting owners in arrival order, and when each one's place lapses (see algorithm/wait.ts) */
+  readonly queue: string;
+  readonly leases: string;
   /** the epoch marker used on a Cluster node, where the per-node marker would cross slots */
   readonly slotMarker: string;
 }
@@ -29,7 +34,15 @@ export function encodeResource(resource: string): string {
 
 export function keysFor(prefix: string, resource: string): ResourceKeys {
   const base = `${prefix}{${encodeResource(resource)}}`;
-  return { resource, lock: `${base}:lock`, fence: `${base}:fence`, channel: `${base}:released`, slotMarker: `${base}:epoch` };
+  return {
+    resource,
+    lock: `${base}:lock`,
+    fence: `${base}:fence`,
+    channel: `${base}:released`,
+    queue: `${base}:queue`,
+    leases: `${base}:leases`,
+    slotMarker: `${base}:epoch`,
+  };
 }
 
 /** The per-node marker whose epoch changes when a node loses its data. Hash-tagged `{node}`. */

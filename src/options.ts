@@ -36,6 +36,11 @@ export interface AcquireOptions {
   timeout?: number;
   signal?: AbortSignal;
   retry?: RetryOptions;
+  /**
+   * Wait in line (default true): the lock goes to waiters in arrival order, across processes, and a
+   * release wakes only the next one. false: compete on every release, as plain Redlock does.
+   */
+  fair?: boolean;
 }
 
 export interface WithLockOptions extends AcquireOptions {
@@ -103,19 +108,22 @@ export interface ResolvedAcquire {
   readonly timeout: number;
   readonly signal: AbortSignal | undefined;
   readonly retry: ResolvedRetry;
+  readonly fair: boolean;
 }
 
 export function resolveAcquireOptions(opts: unknown, m: ResolvedManagerOptions): ResolvedAcquire {
-  if (opts === undefined) return { ttl: m.ttl, timeout: m.acquireTimeout, signal: undefined, retry: m.retry };
+  if (opts === undefined) return { ttl: m.ttl, timeout: m.acquireTimeout, signal: undefined, retry: m.retry, fair: true };
   const o = plainObject(opts, 'acquire options');
   const ttl = o.ttl === undefined ? m.ttl : checkLeaseTtl(o.ttl, m);
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal))
     throw new InvalidArgumentError(`signal must be an AbortSignal, got ${show(o.signal)}`);
+  if (o.fair !== undefined && typeof o.fair !== 'boolean') throw new InvalidArgumentError(`fair must be a boolean, got ${show(o.fair)}`);
   return {
     ttl,
     timeout: o.timeout === undefined ? m.acquireTimeout : checkTimeout(o.timeout, 'timeout'),
     signal: o.signal as AbortSignal | undefined,
     retry: resolveRetry(o.retry, m.retry),
+    fair: o.fair ?? true,
   };
 }
 

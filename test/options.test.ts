@@ -276,6 +276,7 @@ describe('calls: invalid arguments reject before any command', () => {
             ['timeout NaN', { timeout: NaN }],
             ['timeout string', { timeout: '5' }],
             ['signal not an AbortSignal', { signal: { aborted: false } }],
+            ['fair a string', { fair: 'yes' }],
             ['retry.minDelay -1', { retry: { minDelay: -1 } }],
             ['retry.factor 0.5', { retry: { factor: 0.5 } }],
             ['retry.jitter', { retry: { jitter: 'some' } }],

@@ -46,7 +46,7 @@ export class DriverNode implements RedisNode {
     }
   }
 
-  subscribe(channel: string, onMessage: () => void, requested: number): Promise<void> {
+  subscribe(channel: string, onMessage: (message: string) => void, requested: number): Promise<void> {
     const timeoutMs = this.allowFor(requested, requested);
     return this.bounded(() => this.driver.subscribe(channel, onMessage), performance.now() + timeoutMs, timeoutMs, 'subscribe');
   }

@@ -28,8 +28,8 @@ export interface RedisNode {
    * sign of dead nodes.
    */
   run(script: Script, keys: readonly string[], args: readonly string[], timeoutMs: number, firstConnectMs?: number): Promise<unknown>;
-  /** Subscribe on a separate connection that this node owns. */
-  subscribe(channel: string, onMessage: () => void, timeoutMs: number): Promise<void>;
+  /** Subscribe on a separate connection that this node owns; `onMessage` gets each message's payload. */
+  subscribe(channel: string, onMessage: (message: string) => void, timeoutMs: number): Promise<void>;
   unsubscribe(channel: string): Promise<void>;
   /** Close what this adapter opened (the subscriber; the main connection only if it was made from a URL). */
   close(): Promise<void>;
@@ -47,7 +47,7 @@ export interface ClientDriver {
   whenReady(callback: () => void): () => void;
   /** Sends a command as an array of arguments, e.g. ['EVALSHA', sha, '1', key, ...]. */
   send(args: readonly string[]): Promise<unknown>;
-  subscribe(channel: string, onMessage: () => void): Promise<void>;
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
   unsubscribe(channel: string): Promise<void>;
   /** Connection errors, for diagnostics: the last one goes into timeout messages. */
   onError(listener: (error: Error) => void): void;

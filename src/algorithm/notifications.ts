@@ -1,6 +1,22 @@
 import type { RedisNode } from '../adapters/index.js';
 
-type Listener = (node: number) => void;
+/** Called with the index of the node a notification came from, and its payload. */
+type Listener = (node: number, message: string) => void;
+
+interface Channel {
+  readonly listeners: Set<Listener>;
+  /** true once the subscription was answered on every node (or failed, or timed out) */
+  settled: boolean;
+  readonly subscribed: Promise<void>;
+}
+
+export interface Watch {
+  /** resolves once every channel's subscription is in place (or has failed: waiting then relies on its timer) */
+  readonly ready: Promise<void>;
+  /** true when all channels were already subscribed before this watch: nothing published since can be missed */
+  readonly wasReady: boolean;
+  stop(): void;
+}
 
 /**
  * Release notifications: a release publishes on the resource's channel on
@@ -9,44 +25,58 @@ type Listener = (node: number) => void;
  * the last one to leave unsubscribes.
  */
 export class ReleaseNotifications {
-  private readonly channels = new Map<string, Set<Listener>>();
+  private readonly channels = new Map<string, Channel>();
 
   constructor(
     private readonly nodes: readonly RedisNode[],
     private readonly timeoutMs: number,
   ) {}
 
-  /**
-   * Calls `listener(nodeIndex)` for each release published on any of `channels`.
-   * Resolves, with the function that stops it, once the subscriptions are in
-   * place (or have failed or timed out: waiting then falls back to backoff alone).
-   */
-  async watch(channels: readonly string[], listener: Listener): Promise<() => void> {
+  /** Calls `listener(nodeIndex, message)` for each message published on any of `channels`. */
+  watch(channels: readonly string[], listener: Listener): Watch {
+    let wasReady = true;
     const pending: Array<Promise<void>> = [];
-    for (const channel of channels) {
-      let listeners = this.channels.get(channel);
-      if (!listeners) {
-        const set = new Set<Listener>();
-        listeners = set;
-        this.channels.set(channel, set);
-        this.nodes.forEach((node, i) => {
-          pending.push(node.subscribe(channel, () => set.forEach((l) => l(i)), this.timeoutMs).catch(() => undefined));
+    for (const name of channels) {
+      let channel = this.channels.get(name);
+      if (!channel) {
+        const listeners = new Set<Listener>();
+        const subscribed = Promise.all(
+          this.nodes.map((node, i) =>
+            node.subscribe(name, (message) => listeners.forEach((l) => l(i, message)), this.timeoutMs).catch(() => undefined),
+          ),
+        ).then(() => {
+          created.settled = true;
         });
+        const created: Channel = { listeners, settled: false, subscribed };
+        channel = created;
+        this.channels.set(name, channel);
       }
-      listeners.add(listener);
+      if (!channel.settled) {
+        wasReady = false;
+        pending.push(channel.subscribed);
+      }
+      channel.listeners.add(listener);
     }
-    await Promise.all(pending);
-    return () => {
-      for (const channel of channels) {
-        const listeners = this.channels.get(channel);
-        if (!listeners) continue;
-        listeners.delete(listener);
-        if (listeners.size === 0) {
-          this.channels.delete(channel);
-          for (const node of this.nodes) void node.unsubscribe(channel);
+    return {
+      ready: Promise.all(pending).then(() => undefined),
+      wasReady,
+      stop: () => {
+        for (const name of channels) {
+          const channel = this.channels.get(name);
+          if (!channel) continue;
+          channel.listeners.delete(listener);
+          if (channel.listeners.size === 0) {
+            this.channels.delete(name);
+            for (const node of this.nodes) void node.unsubscribe(name);
+          }
         }
-      }
+      },
     };
+  }
+
+  /** True when every channel is subscribed already, so a watch would start listening at once. */
+  isReady(channels: readonly string[]): boolean {
+    return channels.every((name) => this.channels.get(name)?.settled === true);
   }
 
   clear(): void {
@@ -54,11 +84,15 @@ export class ReleaseNotifications {
   }
 }
 
+/** The payload of a release that names no waiter: everyone may try (a forced release, or nobody queued). */
+export const ANYONE = '*';
+
 /**
  * Collects notifications between attempts and wakes the waiter once enough
- * distinct nodes have reported a release: with N nodes and a holder on k of
+ * distinct nodes have said it may go: with N nodes and a holder on k of
  * them, one notification is not enough when k - 1 busy nodes would still
- * block the quorum.
+ * block the quorum. A notification naming another waiter is not for us:
+ * it is that waiter's turn.
  */
 export class Wakeup {
   private notified = new Set<number>();
@@ -66,7 +100,11 @@ export class Wakeup {
   private only: number | undefined;
   private wake: (() => void) | undefined;
 
-  notify(node: number): void {
+  /** `token`: this waiter's owner token, or undefined for a waiter outside the queue (any release wakes it). */
+  constructor(private readonly token: string | undefined) {}
+
+  notify(node: number, message: string): void {
+    if (this.token !== undefined && message !== this.token && message !== ANYONE) return;
     this.notified.add(node);
     if (this.ready()) this.wake?.();
   }
@@ -82,7 +120,7 @@ export class Wakeup {
 
   /**
    * Resolves after `ms`, or earlier once `needed` nodes (or, given `only`,
-   * that one node) reported a release; rejects when the signal aborts.
+   * that one node) said we may go; rejects when the signal aborts.
    */
   wait(ms: number, needed: number, signal: AbortSignal | undefined, only?: number): Promise<'notified' | 'timer'> {
     this.needed = Math.max(1, needed);

@@ -43,8 +43,18 @@ const LEADER_COOLDOWN_MS = 1_000;
 
 export type Attempt =
   | { readonly kind: 'acquired'; readonly grant: Grant }
-  /** Someone else holds it; `retryAfter` ms from now the holder's keys expire on enough nodes for a quorum. */
-  | { readonly kind: 'busy'; readonly retryAfter: number; readonly busyNodes: number; readonly leader?: number }
+  /**
+   * Someone else holds it or is ahead of us in the queue. `retryAfter` ms from now the holder's keys
+   * expire on enough nodes for a quorum; `behind`: other waiters come first on enough nodes that our
+   * turn is not next.
+   */
+  | {
+      readonly kind: 'busy';
+      readonly retryAfter: number;
+      readonly busyNodes: number;
+      readonly behind: boolean;
+      readonly leader?: number;
+    }
   /** Not enough nodes answered; contention was not the reason. */
   | { readonly kind: 'no-quorum'; readonly successes: number; readonly needed: number; readonly failures: readonly NodeFailure[] }
   /** A quorum said yes but too late: the lease was used up on the way (slow nodes, drift). */
@@ -63,7 +73,22 @@ interface NodeState {
 }
 
 type AcquireReply =
-  ({ kind: 'granted'; fence: bigint } & NodeState) | ({ kind: 'held'; pttl: number } & NodeState) | { kind: 'error'; error: Error };
+  | ({ kind: 'granted'; fence: bigint } & NodeState)
+  /** held by another owner (pttl > 0 or -1), or free but another waiter is ahead of us (`ahead`) */
+  | ({ kind: 'held'; pttl: number; ahead: boolean } & NodeState)
+  | { kind: 'error'; error: Error };
+
+/** How one acquire round takes its place in the resources' wait queues. */
+export interface QueueOptions {
+  /** respect the queue: a waiter ahead of us gets the lock first */
+  readonly fair: boolean;
+  /** this waiter's place (its arrival time), or '' to stay out of the queue (a single attempt) */
+  readonly ticket: string;
+  /** ms our place is kept without a new attempt (a crashed waiter blocks the queue no longer) */
+  readonly lease: number;
+}
+
+const NO_QUEUE: QueueOptions = { fair: true, ticket: '', lease: 0 };
 
 export class Redlock {
   readonly quorum: number;
@@ -121,10 +146,30 @@ export class Redlock {
    * the clients were given in, so all processes agree on it. A leader that
    * failed recently is skipped.
    */
-  async acquireOnce(resources: readonly string[], token: string, ttl: number, leaderFirst = false): Promise<Attempt> {
+  async acquireOnce(
+    resources: readonly string[],
+    token: string,
+    ttl: number,
+    queue: QueueOptions = NO_QUEUE,
+    leaderFirst = false,
+  ): Promise<Attempt> {
     const keys = this.keys(resources);
-    const keyArgs = (i: number): string[] => [...keys.map((k) => k.lock), ...keys.map((k) => k.fence), this.markerFor(i, keys)];
-    const args = [token, String(ttl), String(resources.length), randomBytes(8).toString('hex')];
+    const keyArgs = (i: number): string[] => [
+      ...keys.map((k) => k.lock),
+      ...keys.map((k) => k.fence),
+      ...keys.map((k) => k.queue),
+      ...keys.map((k) => k.leases),
+      this.markerFor(i, keys),
+    ];
+    const args = [
+      token,
+      String(ttl),
+      String(resources.length),
+      randomBytes(8).toString('hex'),
+      queue.ticket,
+      String(queue.lease),
+      queue.fair ? '1' : '0',
+    ];
     // A connection not yet up (a manager built from URLs a moment ago) may take longer, within what the lease allows.
     const firstConnect = Math.max(this.options.nodeTimeout, Math.min(FIRST_CONNECT_MS, Math.floor(ttl / 3)));
     const ask = (i: number): Promise<AcquireReply> => {
@@ -144,7 +189,7 @@ export class Redlock {
       const first = await ask(leader);
       if (first.kind === 'held') {
         this.quarantine.observe(leader, first.epoch, monotonicNow());
-        return { kind: 'busy', retryAfter: first.pttl < 0 ? Infinity : first.pttl, busyNodes: 1, leader };
+        return { kind: 'busy', retryAfter: first.pttl < 0 ? Infinity : first.pttl, busyNodes: 1, behind: first.ahead, leader };
       }
       replies = await Promise.all(this.nodes.map((_, i) => (i === leader ? first : ask(i))));
     } else {
@@ -193,7 +238,8 @@ export class Redlock {
       // The holder's keys must vanish from enough of the busy nodes before a quorum is free.
       const needed = heldFor.length - (this.nodes.length - this.quorum);
       const retryAfter = heldFor.sort((a, b) => a - b)[needed - 1] as number;
-      return { kind: 'busy', retryAfter, busyNodes: needed };
+      const behind = replies.filter((r) => r.kind === 'held' && r.ahead).length > this.nodes.length - this.quorum;
+      return { kind: 'busy', retryAfter, busyNodes: needed, behind };
     }
     if (winners.length < this.quorum) return { kind: 'no-quorum', successes: winners.length, needed: this.quorum, failures };
     return { kind: 'expired' };
@@ -298,12 +344,12 @@ export class Redlock {
   }
 
   private async releaseOn(indexes: number[], keys: ResourceKeys[], token: string, resources: readonly string[]): Promise<number> {
-    const lockKeys = keys.map((k) => k.lock);
+    const scriptKeys = [...keys.map((k) => k.lock), ...keys.map((k) => k.queue)];
     const channels = keys.map((k) => k.channel);
     const deleted = await Promise.all(
       indexes.map((i) => {
         const node = this.nodes[i] as RedisNode;
-        return node.run(scripts.release, lockKeys, [token, ...channels], this.options.nodeTimeout).then(
+        return node.run(scripts.release, scriptKeys, [token, ...channels], this.options.nodeTimeout).then(
           (n) => Number(n) > 0,
           (error: Error) => {
             this.reportNodeError(node, error, 'release', resources);
@@ -313,6 +359,24 @@ export class Redlock {
       }),
     );
     return deleted.filter(Boolean).length;
+  }
+
+  /**
+   * A waiter gives up: leave the queues on every node (waking the next waiter
+   * where the lock is free). Best effort: a node that misses it drops our
+   * place when its lease runs out. Never throws.
+   */
+  async dequeue(resources: readonly string[], token: string): Promise<void> {
+    const keys = this.keys(resources);
+    const scriptKeys = [...keys.map((k) => k.lock), ...keys.map((k) => k.queue), ...keys.map((k) => k.leases)];
+    const channels = keys.map((k) => k.channel);
+    await Promise.all(
+      this.nodes.map((node) =>
+        node.run(scripts.dequeue, scriptKeys, [token, ...channels], this.options.nodeTimeout).catch((error: Error) => {
+          this.reportNodeError(node, error, 'dequeue', resources);
+        }),
+      ),
+    );
   }
 
   /** Per node: holder, remaining ms, fence counter, or the node's error. Read-only. */
@@ -380,7 +444,7 @@ function parseFence(value: unknown, node: RedisNode): bigint {
   return BigInt(text);
 }
 
-function parseAcquireReply([ok, value, epoch, age, nodeTrusted, resourcesTrusted]: unknown[], node: RedisNode): AcquireReply {
+function parseAcquireReply([ok, value, epoch, age, nodeTrusted, resourcesTrusted, ahead]: unknown[], node: RedisNode): AcquireReply {
   const state: NodeState = {
     epoch: String(epoch),
     age: Number(age),
@@ -388,7 +452,7 @@ function parseAcquireReply([ok, value, epoch, age, nodeTrusted, resourcesTrusted
     resourcesTrusted: Number(resourcesTrusted) === 1,
   };
   if (Number(ok) === 1) return { kind: 'granted', fence: parseFence(value, node), ...state };
-  return { kind: 'held', pttl: Number(value), ...state };
+  return { kind: 'held', pttl: Number(value), ahead: Number(ahead) === 1, ...state };
 }
 
 /** Script replies are arrays of a known length; anything else is the node's fault, reported as its error. */

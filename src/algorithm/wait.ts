@@ -2,9 +2,9 @@ import { monotonicNow } from '../clock.js';
 import { LockTimeoutError, QuorumError } from '../errors.js';
 import type { ResolvedAcquire } from '../options.js';
 import { backoffDelay } from './backoff.js';
-import type { ReleaseNotifications } from './notifications.js';
+import type { ReleaseNotifications, Watch } from './notifications.js';
 import { Wakeup } from './notifications.js';
-import { Redlock, type Attempt, type Grant } from './redlock.js';
+import { Redlock, type Attempt, type Grant, type QueueOptions } from './redlock.js';
 
 export interface RetryInfo {
   readonly resources: readonly string[];
@@ -22,11 +22,34 @@ export interface WaitResult {
 }
 
 /**
- * acquire(): attempt; on contention, subscribe to the release channels, try
- * once more (a release may have slipped in before the subscription took),
- * then sleep until a release notification or the backoff timer, whichever is
- * first, and try again. The backoff is capped by retry.maxDelay and by the
- * time the holder's keys have left, as the nodes reported it.
+ * How long a waiter's place in the queue is kept without a new attempt. A live
+ * waiter attempts at least every retry.maxDelay (plus an attempt's own time, at
+ * most two rounds of nodeTimeout); a crashed one blocks the queue no longer than this.
+ */
+export function queueLease(opts: ResolvedAcquire, nodeTimeout: number): number {
+  return 2 * opts.retry.maxDelay + 4 * nodeTimeout;
+}
+
+/** A waiter's place in line: its arrival time, with sub-millisecond precision so that callers rarely tie. */
+function ticketNow(): string {
+  return (performance.timeOrigin + performance.now()).toFixed(3);
+}
+
+/**
+ * acquire(): attempt; on contention, wait for our turn and try again.
+ *
+ * Fair waiting (the default): the first attempt also takes a place in each
+ * resource's queue on every node, ordered by arrival time. A release hands
+ * the resource to the first waiter in line by naming it in the notification,
+ * so one release wakes one waiter (no thundering herd) and a caller that has
+ * just released cannot barge ahead of those already waiting. A waiter that
+ * is not first sleeps until it is named, waking at least every
+ * retry.maxDelay to keep its place (its queue lease); the first in line also
+ * retries on a capped backoff no later than the holder's lease ends, in case
+ * the holder crashed or a notification was lost.
+ *
+ * With fair: false the queue is ignored and every release wakes every
+ * waiter of this process, as in plain Redlock implementations.
  */
 export async function acquireWaiting(
   redlock: Redlock,
@@ -40,55 +63,93 @@ export async function acquireWaiting(
   const token = Redlock.newToken();
   const started = monotonicNow();
   const deadline = started + opts.timeout;
-  const once = (leaderFirst: boolean): Promise<Attempt> =>
-    guard(redlock, redlock.acquireOnce(resources, token, opts.ttl, leaderFirst), signal);
+  const waits = opts.timeout > 0;
+  const queue: QueueOptions = {
+    fair: opts.fair,
+    ticket: waits && opts.fair ? ticketNow() : '',
+    lease: queueLease(opts, redlock.options.nodeTimeout),
+  };
+  let inFlight: Promise<unknown> = Promise.resolve();
+  const once = (leaderFirst: boolean): Promise<Attempt> => {
+    const work = redlock.acquireOnce(resources, token, opts.ttl, queue, leaderFirst);
+    inFlight = work.catch(() => undefined);
+    return guard(redlock, work, signal);
+  };
   // A round that failed only on node errors is tried once more at once (acquire, not tryAcquire): a
   // single stall of this process longer than nodeTimeout must not fail a call with seconds of timeout
   // left. A second such round in a row means nodes are down, and acquire says so with QuorumError.
   const attemptOnce = async (leaderFirst: boolean): Promise<Attempt> => {
     const attempt = await once(leaderFirst);
-    if (attempt.kind !== 'no-quorum' || opts.timeout <= 0 || monotonicNow() >= deadline) return attempt;
+    if (attempt.kind !== 'no-quorum' || !waits || monotonicNow() >= deadline) return attempt;
     attempts++;
     return once(false);
   };
 
-  let attempts = 1;
-  let last = await attemptOnce(false);
-  const result = (grant: Grant): WaitResult => ({ grant, attempts, waited: monotonicNow() - started });
-  if (last.kind === 'acquired') return result(last.grant);
-  throwIfNoQuorum(last, resources);
-  if (opts.timeout <= 0) throw new LockTimeoutError(resources, opts.timeout, whyNot(last));
-
-  const wakeup = new Wakeup();
+  const wakeup = new Wakeup(opts.fair ? token : undefined);
   const channels = redlock.keys(resources).map((k) => k.channel);
-  const stop = await guard(
-    redlock,
-    notifications.watch(channels, (node) => wakeup.notify(node)),
-    signal,
-    (unwatch) => unwatch(),
-  );
+  const listen = (): Watch => notifications.watch(channels, (node, message) => wakeup.notify(node, message));
+  // Already subscribed in this process (others wait here too): listen before the first attempt, so that
+  // no release between the attempt and the wait can slip by, and no extra attempt is needed.
+  let watch = waits && notifications.isReady(channels) ? listen() : undefined;
+  let attempts = 1;
   try {
+    let last = await attemptOnce(false);
+    const result = (grant: Grant): WaitResult => ({ grant, attempts, waited: monotonicNow() - started });
+    if (last.kind === 'acquired') return result(last.grant);
+    throwIfNoQuorum(last, resources);
+    if (!waits) throw new LockTimeoutError(resources, opts.timeout, whyNot(last));
+
+    // Not subscribed before the attempt: a release may have slipped in before the subscription took, so try once more at once.
+    let tryAtOnce = false;
+    if (!watch) {
+      watch = listen();
+      await guard(redlock, watch.ready, signal);
+      tryAtOnce = true;
+    }
     for (let retry = 0; ; retry++) {
       let reason: RetryInfo['reason'] = 'notified';
-      if (retry > 0) {
-        const retryAfter = last.kind === 'busy' ? last.retryAfter + 1 : Infinity;
-        const needed = last.kind === 'busy' ? last.busyNodes : 1;
-        const delay = Math.min(backoffDelay(opts.retry, retry - 1), retryAfter, deadline - monotonicNow());
-        reason = await wakeup.wait(delay, needed, signal, last.kind === 'busy' ? last.leader : undefined);
+      if (!(retry === 0 && tryAtOnce)) {
+        const { delay, needed, only } = nextWait(last, opts, queue, tryAtOnce ? retry - 1 : retry, deadline);
+        reason = await wakeup.wait(delay, needed, signal, only);
       }
       if (monotonicNow() >= deadline) throw new LockTimeoutError(resources, opts.timeout, whyNot(last));
-      if (retry > 0) onRetry({ resources, attempt: retry, reason, waited: monotonicNow() - started });
+      // The attempt right after subscribing is part of the first try, not a wake-up.
+      if (!(retry === 0 && tryAtOnce))
+        onRetry({ resources, attempt: tryAtOnce ? retry : retry + 1, reason, waited: monotonicNow() - started });
       wakeup.reset();
       attempts++;
-      // Woken by a release: ask the leader first, so waiters woken together do not split the votes.
-      // Woken by the timer: the holder may have expired or failed to release somewhere, so ask everyone.
-      last = await attemptOnce(retry === 0 || reason === 'notified');
+      // Unfair waiters woken by a release ask the leader first, so that waiters woken together do not split
+      // the votes; woken by the timer, the holder may have expired or failed to release somewhere: ask everyone.
+      last = await attemptOnce(!opts.fair && reason === 'notified');
       if (last.kind === 'acquired') return result(last.grant);
       throwIfNoQuorum(last, resources);
     }
+  } catch (error) {
+    // Leave the queue once our last attempt has settled (it may still add us), so the next waiter need not wait out our lease.
+    if (queue.ticket !== '') void inFlight.then(() => redlock.dequeue(resources, token));
+    throw error;
   } finally {
-    stop();
+    watch?.stop();
   }
+}
+
+/** How long to sleep after a failed attempt, and how many nodes must notify us to cut it short. */
+function nextWait(
+  last: Attempt,
+  opts: ResolvedAcquire,
+  queue: QueueOptions,
+  retry: number,
+  deadline: number,
+): { delay: number; needed: number; only: number | undefined } {
+  const left = deadline - monotonicNow();
+  if (last.kind !== 'busy') return { delay: Math.min(backoffDelay(opts.retry, retry), left), needed: 1, only: undefined };
+  if (last.behind && queue.ticket !== '') {
+    // Not our turn: the release that makes it our turn names us. Until then, only keep our place in line.
+    const max = opts.retry.maxDelay;
+    return { delay: Math.min(max / 2 + Math.random() * (max / 2), left), needed: last.busyNodes, only: undefined };
+  }
+  const delay = Math.min(backoffDelay(opts.retry, retry), last.retryAfter + 1, left);
+  return { delay, needed: last.busyNodes, only: opts.fair ? undefined : last.leader };
 }
 
 function whyNot(attempt: Attempt): string {
@@ -102,17 +163,16 @@ function throwIfNoQuorum(attempt: Attempt, resources: readonly string[]): void {
 /**
  * Rejects at once when the signal aborts, without waiting for the network.
  * Whatever the abandoned promise still produces is cleaned up: a lock it
- * acquires is released, a subscription it makes is dropped.
+ * acquires is released.
  */
-function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal | undefined, cleanup?: (value: T) => void): Promise<T> {
+function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return work;
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => {
       reject(signal.reason);
       work.then(
         (value) => {
-          if (cleanup) cleanup(value);
-          else if ((value as Attempt | undefined)?.kind === 'acquired')
+          if ((value as Attempt | undefined)?.kind === 'acquired')
             void redlock.release((value as Extract<Attempt, { kind: 'acquired' }>).grant);
         },
         () => undefined,

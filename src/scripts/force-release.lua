@@ -3,7 +3,7 @@
 -- KEYS[1] lock key   ARGV[1] release channel
 if redis.call('GET', KEYS[1]) then
   redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[1], '1')
+  redis.call('PUBLISH', ARGV[1], '*')
   return 1
 end
 return 0

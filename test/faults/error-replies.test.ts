@@ -26,7 +26,8 @@ describe('READONLY: a replica given as a lock node', () => {
   let primary: LocalRedisNode;
   let replica: LocalRedisNode;
   before(async () => {
-    primary = await startRedisNode();
+    // No diskless-sync delay (5 s by default): the replica gets its first copy at once.
+    primary = await startRedisNode({ args: ['--repl-diskless-sync-delay', '0'] });
     replica = await startRedisNode({ args: ['--replicaof', '127.0.0.1', String(primary.port)] });
   });
   after(async () => {

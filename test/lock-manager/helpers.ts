@@ -9,9 +9,14 @@ import { eventually, setup, type ClientKind, type Setup } from '../support/harne
 export const NODE_COUNTS = [1, 5] as const;
 
 /** Key layout of one resource under the default prefix. */
-export function keysOf(resource: string): { lock: string; fence: string; channel: string } {
+export function keysOf(resource: string): { lock: string; fence: string; channel: string; queue: string; leases: string } {
   const base = `fencelock:{${resource}}`;
-  return { lock: `${base}:lock`, fence: `${base}:fence`, channel: `${base}:released` };
+  return { lock: `${base}:lock`, fence: `${base}:fence`, channel: `${base}:released`, queue: `${base}:queue`, leases: `${base}:leases` };
+}
+
+/** The waiters queued for `resource` on every node, in queue order. */
+export function queued(admin: readonly Redis[], resource: string): Promise<string[][]> {
+  return Promise.all(admin.map((a) => a.zrange(keysOf(resource).queue, 0, -1)));
 }
 
 let counter = 0;

@@ -1,0 +1,20 @@
+-- A waiter gives up (timeout, abort): leave the queues, and if the lock is
+-- free, tell the next waiter it is its turn instead of letting it sleep.
+-- KEYS[1..n] lock keys   KEYS[n+1..2n] wait queues   KEYS[2n+1..3n] their leases
+-- ARGV[1] owner token   ARGV[2..n+1] release channels
+-- Returns how many queues we were in.
+local n = #KEYS / 3
+local left = 0
+for i = 1, n do
+  local q = KEYS[n + i]
+  local was_first = redis.call('ZRANGE', q, 0, 0)[1] == ARGV[1]
+  if redis.call('ZREM', q, ARGV[1]) == 1 then
+    left = left + 1
+    redis.call('ZREM', KEYS[2 * n + i], ARGV[1])
+    if was_first and not redis.call('GET', KEYS[i]) then
+      local head = redis.call('ZRANGE', q, 0, 0)
+      if head[1] then redis.call('PUBLISH', ARGV[i + 1], head[1]) end
+    end
+  end
+end
+return left
