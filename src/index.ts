@@ -1,5 +1,7 @@
 export { LockManager, ManagerClosedError, type LockInfo, type RedisClientInput } from './lock-manager.js';
 export { Lock, LockReleasedError, type ReleaseResult } from './lock.js';
+export { Semaphore, type SemaphoreOptions } from './semaphore/index.js';
+export { ReadWriteLock } from './rwlock/index.js';
 export {
   LockError,
   InvalidArgumentError,
@@ -12,6 +14,16 @@ export {
 } from './errors.js';
 export type { NodeView } from './algorithm/redlock.js';
 export type { LockEvents, LockEventName, LockEventListener } from './events.js';
+export {
+  DIAGNOSTICS_CHANNELS,
+  METER_NAME,
+  type AcquireTraceContext,
+  type AcquireMethod,
+  type AcquireOutcome,
+  type ExtensionFailure,
+  type HoldOutcome,
+  type ObservabilityOptions,
+} from './observability/index.js';
 export type {
   AcquireOptions,
   WithLockOptions,

@@ -49,3 +49,25 @@ export function keysFor(prefix: string, resource: string): ResourceKeys {
 export function markerKey(prefix: string): string {
   return `${prefix}{node}:epoch`;
 }
+
+/** Redis Cluster has 16384 hash slots. */
+const SLOTS = 16384;
+
+/**
+ * The Cluster hash slot of a key: CRC16 (XMODEM) of its hash tag (the text between the first `{` and
+ * the next `}`, when not empty), or of the whole key, modulo 16384. As `CLUSTER KEYSLOT` computes it.
+ */
+export function clusterKeySlot(key: string | Buffer): number {
+  let bytes = typeof key === 'string' ? Buffer.from(key, 'utf8') : key;
+  const open = bytes.indexOf(0x7b); // '{'
+  if (open >= 0) {
+    const close = bytes.indexOf(0x7d, open + 1); // '}'
+    if (close > open + 1) bytes = bytes.subarray(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of bytes) {
+    crc ^= byte << 8;
+    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % SLOTS;
+}

@@ -1,4 +1,4 @@
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import { toNodes, type RedisNode } from './adapters/index.js';
 import { ReleaseNotifications } from './algorithm/notifications.js';
 import { Redlock, type NodeView } from './algorithm/redlock.js';
@@ -8,6 +8,10 @@ import { monotonicNow } from './clock.js';
 import { InvalidArgumentError, LockError, QuorumError } from './errors.js';
 import type { LockEventListener, LockEventName, LockEvents } from './events.js';
 import { Lock, type LockHost } from './lock.js';
+import { primitiveHost, type PrimitiveHost } from './algorithm/quorum-round.js';
+import { ReadWriteLock } from './rwlock/index.js';
+import { Semaphore, type SemaphoreOptions } from './semaphore/index.js';
+import { Telemetry, type ObservabilityOptions } from './observability/index.js';
 import {
   resolveAcquireOptions,
   resolveManagerOptions,
@@ -75,9 +79,11 @@ export class LockManager {
   readonly #closing = new AbortController();
   #closed: Promise<void> | undefined;
   readonly #host: LockHost;
+  readonly #telemetry: Telemetry;
 
-  constructor(clients: readonly RedisClientInput[], options?: LockManagerOptions) {
+  constructor(clients: readonly RedisClientInput[], options?: LockManagerOptions & ObservabilityOptions) {
     this.#options = resolveManagerOptions(options);
+    this.#telemetry = new Telemetry(options);
     this.#nodes = toNodes(clients);
     this.#redlock = new Redlock(this.#nodes, this.#options, (node, error, operation, resources) =>
       this.#emit('nodeError', { node: node.name, error, operation, resources }),
@@ -85,12 +91,19 @@ export class LockManager {
     this.#notifications = new ReleaseNotifications(this.#nodes, this.#options.nodeTimeout);
     for (const node of this.#nodes) node.onConnectionError = connectionErrorReporter(node, (error) => this.#emit('nodeError', error));
     this.#events.setMaxListeners(0);
+    // Every waiting acquire listens on this signal: many waiters are normal, not a leak.
+    setMaxListeners(0, this.#closing.signal);
     const held = this.#held;
+    const telemetry = this.#telemetry;
     this.#host = {
       redlock: this.#redlock,
       scheduler: this.#scheduler,
       emit: (event, ...args) => this.#emit(event, ...args),
-      forget: (lock) => held.delete(lock),
+      // Only the first forget of a held lock ends it: a lost lock is forgotten again by its later release().
+      forget: (lock) => {
+        if (held.delete(lock)) telemetry.lockEnded(lock);
+      },
+      extensionFailed: (outcome) => telemetry.extensionFailed(outcome),
     };
   }
 
@@ -106,20 +119,26 @@ export class LockManager {
 
   /** Waits until the lock is held, `timeout` passes (LockTimeoutError) or `signal` aborts. */
   acquire(resource: string | readonly string[], opts?: AcquireOptions): Promise<Lock> {
-    return this.#start(() => this.#acquire(resolveResources(resource), resolveAcquireOptions(opts, this.#options)));
+    return this.#start(() => {
+      const resources = resolveResources(resource);
+      const o = resolveAcquireOptions(opts, this.#options);
+      return this.#telemetry.acquire('acquire', resources, o, () => this.#acquire(resources, o));
+    });
   }
 
   /** One attempt, no waiting: null when another owner holds it; QuorumError when nodes failed. */
   tryAcquire(resource: string | readonly string[], opts?: Omit<AcquireOptions, 'timeout'>): Promise<Lock | null> {
-    return this.#start(async () => {
+    return this.#start(() => {
       const resources = resolveResources(resource);
       const o = { ...resolveAcquireOptions(opts, this.#options), timeout: 0 };
-      try {
-        return await this.#acquire(resources, o);
-      } catch (error) {
-        if (error instanceof LockError && error.code === 'ACQUIRE_TIMEOUT') return null;
-        throw error;
-      }
+      return this.#telemetry.acquire('tryAcquire', resources, o, async () => {
+        try {
+          return await this.#acquire(resources, o);
+        } catch (error) {
+          if (error instanceof LockError && error.code === 'ACQUIRE_TIMEOUT') return null;
+          throw error;
+        }
+      });
     });
   }
 
@@ -133,13 +152,11 @@ export class LockManager {
       const resources = resolveResources(resource);
       const o = resolveWithLockOptions(opts, this.#options);
       if (typeof fn !== 'function') throw new InvalidArgumentError('withLock needs a function to run under the lock');
-      const lock = await this.#acquire(resources, o);
-      const stopExtending = o.autoExtend ? lock.keepAlive(o.maxHold) : () => undefined;
+      const lock = await this.#telemetry.acquire('withLock', resources, o, () => this.#acquire(resources, o));
       let result: T;
       try {
         result = await fn(lock);
       } finally {
-        stopExtending();
         // release() never rejects: node failures go to 'nodeError' events, and each node is bounded by nodeTimeout.
         await lock.release();
       }
@@ -209,22 +226,55 @@ export class LockManager {
       this.#emit('retry', info),
     );
     const lock = new Lock(this.#host, grant);
+    if (o.autoExtend) lock.keepAlive(o.maxHold);
     if (this.#closing.signal.aborted) {
       await lock.release();
       throw new ManagerClosedError();
     }
     this.#held.add(lock);
+    this.#telemetry.lockAcquired(lock);
     this.#emit('acquired', { resources, fence: grant.fence, value: grant.token, attempts, waited });
     return lock;
   }
 
+  /** A counting semaphore over this manager's nodes: at most `limit` permits held at once. InvalidArgumentError on bad input. */
+  semaphore(name: string, opts: SemaphoreOptions): Semaphore {
+    return new Semaphore(this.#primitiveHost(), name, opts);
+  }
+
+  /** A read-write lock over this manager's nodes (writer preference). InvalidArgumentError on a bad name. */
+  readWriteLock(name: string): ReadWriteLock {
+    return new ReadWriteLock(this.#primitiveHost(), name);
+  }
+
+  #primitives: PrimitiveHost | undefined;
+  #primitiveHost(): PrimitiveHost {
+    this.#primitives ??= primitiveHost({
+      redlock: this.#redlock,
+      notifications: this.#notifications,
+      lockHost: this.#host,
+      closing: this.#closing.signal,
+      track: (lock) => {
+        this.#held.add(lock);
+        this.#telemetry.lockAcquired(lock);
+      },
+    });
+    return this.#primitives;
+  }
+
   /** Runs an API call: a closed manager and bad input reject before any network call. */
-  async #start<T>(call: () => Promise<T>): Promise<T> {
-    if (this.#closing.signal.aborted) throw new ManagerClosedError();
-    return call();
+  #start<T>(call: () => Promise<T>): Promise<T> {
+    // Not an async function: a held withLock would keep one more suspended frame alive per lock.
+    if (this.#closing.signal.aborted) return Promise.reject(new ManagerClosedError());
+    try {
+      return call();
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   #emit<E extends LockEventName>(event: E, ...args: LockEvents[E]): void {
+    this.#telemetry.event(event, args[0]);
     this.#events.emit(event, ...args);
   }
 }

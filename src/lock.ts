@@ -1,5 +1,5 @@
 import { monotonicNow } from './clock.js';
-import type { Cancel, Scheduler } from './algorithm/scheduler.js';
+import type { Entry, Scheduler, Timed } from './algorithm/scheduler.js';
 import type { Grant, Redlock } from './algorithm/redlock.js';
 import { LockError, LockLostError, nodeMessage } from './errors.js';
 import type { LockEvents } from './events.js';
@@ -24,7 +24,10 @@ export interface LockHost {
   readonly redlock: Redlock;
   readonly scheduler: Scheduler;
   emit<E extends keyof LockEvents>(event: E, ...args: LockEvents[E]): void;
+  /** The lock is no longer held (released or lost); may be called twice (lost, then released). */
   forget(lock: Lock): void;
+  /** An extension round did not extend: tried again (`retrying`) or the lock is lost by it. For metrics. */
+  extensionFailed(outcome: 'retrying' | 'lost'): void;
 }
 
 type State = 'held' | 'released' | 'lost';
@@ -34,20 +37,27 @@ type State = 'held' | 'released' | 'lost';
  * the monotonic clock with drift already subtracted; when that runs out
  * without an extension the lock counts as lost, and `signal` aborts at once.
  */
-export class Lock implements AsyncDisposable {
+export class Lock implements AsyncDisposable, Timed {
   readonly resources: readonly string[];
   readonly value: string;
   readonly fence: bigint;
-  readonly signal: AbortSignal;
   #grant: Grant;
   #state: State = 'held';
   #lostError: LockLostError | undefined;
   #validUntilWall: number;
   readonly #host: LockHost;
-  readonly #controller = new AbortController();
-  #cancelExpiry: Cancel | undefined;
-  #cancelKeepAlive: Cancel | undefined;
-  #extending: Promise<unknown> = Promise.resolve();
+  // Made on first use of `signal`: an AbortSignal costs ~700 bytes, most holders never look at it.
+  #controller: AbortController | undefined;
+  /** why the lock stopped being held; a function until someone needs the error (building one costs a stack trace) */
+  #abortReason: LockError | (() => LockError) | undefined;
+  // One scheduler entry per lock, for whichever comes first: the next extension or the end of validity.
+  #timer: Entry | undefined;
+  /** monotonic time of the next auto-extension; Infinity when not auto-extending (or a round is in flight) */
+  #extendAt = Infinity;
+  /** auto-extension is on, and stops at this monotonic time (maxHold) */
+  #autoExtend = false;
+  #extendUntil = Infinity;
+  #extending: Promise<unknown> | undefined;
   #releasing: Promise<ReleaseResult> | undefined;
 
   /** @internal Created by LockManager. */
@@ -57,9 +67,18 @@ export class Lock implements AsyncDisposable {
     this.resources = grant.resources;
     this.value = grant.token;
     this.fence = grant.fence;
-    this.signal = this.#controller.signal;
     this.#validUntilWall = this.#wallClock(grant.validUntil);
-    this.#watchExpiry();
+    this.#arm();
+  }
+
+  /** Aborts when the lock is lost (reason: LockLostError) or released (reason: LockReleasedError). */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      const reason = this.#reason();
+      if (reason) this.#controller.abort(reason);
+    }
+    return this.#controller.signal;
   }
 
   /** Wall-clock estimate (epoch ms) of the end of guaranteed validity, for display only. */
@@ -85,9 +104,18 @@ export class Lock implements AsyncDisposable {
   /** Extend the lease to `ttl` ms from now on a quorum of nodes; on failure the lock is lost and this rejects with LockLostError. */
   async extend(ttl?: number): Promise<void> {
     const next = ttl === undefined ? this.#grant.ttl : checkLeaseTtl(ttl, this.#host.redlock.options);
-    const run = this.#extending.then(() => this.#extend(next, true));
-    this.#extending = run.catch(() => undefined);
-    await run;
+    await this.#serialized(() => this.#extend(next, true));
+  }
+
+  /** Extensions run one at a time: a later one must not be overtaken by an earlier one's reply. */
+  #serialized(round: () => Promise<boolean>): Promise<boolean> {
+    const run = this.#extending ? this.#extending.then(round) : round();
+    const tail = run.catch(() => undefined);
+    this.#extending = tail;
+    void tail.then(() => {
+      if (this.#extending === tail) this.#extending = undefined;
+    });
+    return run;
   }
 
   /** Compare-and-delete on all nodes: never deletes another owner's key. Idempotent; never rejects. */
@@ -96,8 +124,8 @@ export class Lock implements AsyncDisposable {
     const wasHeld = this.#state === 'held';
     this.#state = 'released';
     this.#stopTimers();
-    if (wasHeld) this.#controller.abort(new LockReleasedError(this.resources));
-    this.#releasing = this.#host.redlock.release(this.#grant).then((result) => {
+    if (wasHeld) this.#abort(() => new LockReleasedError(this.resources));
+    this.#releasing = (this.#grant.ops ?? this.#host.redlock).release(this.#grant).then((result) => {
       this.#host.forget(this);
       this.#host.emit('released', { resources: this.resources, fence: this.fence, ...result });
       return result;
@@ -110,32 +138,55 @@ export class Lock implements AsyncDisposable {
   }
 
   /**
-   * @internal Auto-extension for withLock: extend every ttl/3. A failed round
-   * that may only be a node blip (errors, not refusals) is retried while
-   * validity lasts; a refusal by enough nodes loses the lock at once.
-   * Stops extending once the lock has been held `maxHold` ms.
+   * @internal Auto-extension (withLock, or acquire with autoExtend): extend
+   * every ttl/3. A failed round that may only be a node blip (errors, not
+   * refusals) is retried while validity lasts; a refusal by enough nodes
+   * loses the lock at once. Stops once the lock has been held `maxHold` ms.
    */
-  keepAlive(maxHold: number): Cancel {
-    const acquiredAt = monotonicNow();
-    const schedule = (delay: number): void => {
-      if (this.#state !== 'held') return;
-      const at = monotonicNow() + delay;
-      if (at - acquiredAt >= maxHold) return; // the lease then runs out and the lock is lost, as promised
-      this.#cancelKeepAlive = this.#host.scheduler.at(at, () => {
-        this.#cancelKeepAlive = undefined;
-        const round = this.#extending.then(() => this.#extend(this.#grant.ttl, false));
-        this.#extending = round.catch(() => undefined);
-        round.then(
-          (ok) => schedule(ok ? this.#grant.ttl / 3 : Math.max(10, Math.min(this.#grant.ttl / 10, this.remaining() / 3))),
-          () => undefined, // already reported as lost
-        );
-      });
-    };
-    schedule(this.#grant.ttl / 3);
-    return () => {
-      this.#cancelKeepAlive?.();
-      this.#cancelKeepAlive = undefined;
-    };
+  keepAlive(maxHold: number): void {
+    if (this.#state !== 'held') return;
+    this.#autoExtend = true;
+    this.#extendUntil = monotonicNow() + maxHold;
+    this.#planExtension(this.#grant.ttl / 3);
+  }
+
+  /** @internal The scheduler's wake-up: extend if due, lose the lock if its validity ran out. */
+  onTimer(): void {
+    this.#timer = undefined;
+    if (this.#state !== 'held') return;
+    const now = monotonicNow();
+    if (now >= this.#grant.validUntil) {
+      this.#lose('its lease ran out without an extension');
+      return;
+    }
+    if (now >= this.#extendAt) {
+      this.#extendAt = Infinity;
+      this.#serialized(() => this.#extend(this.#grant.ttl, false)).then(
+        (ok) => this.#planExtension(ok ? this.#grant.ttl / 3 : Math.max(10, Math.min(this.#grant.ttl / 10, this.remaining() / 3))),
+        () => undefined, // already reported as lost
+      );
+      // The round ends within nodeTimeout and schedules the next wake-up itself. Only a lease that may run
+      // out before then needs a watch meanwhile (re-arming for every round would leave a stale entry behind).
+      if (this.#grant.validUntil - now > this.#host.redlock.options.nodeTimeout + 10) return;
+    }
+    this.#arm();
+  }
+
+  #planExtension(delay: number): void {
+    if (this.#state !== 'held' || !this.#autoExtend) return;
+    const at = monotonicNow() + delay;
+    // Past maxHold the lease runs out and the lock is lost, as promised.
+    this.#extendAt = at < this.#extendUntil ? at : Infinity;
+    this.#arm();
+  }
+
+  /** (Re)schedules the one wake-up for the earlier of the next extension and the end of validity. */
+  #arm(): void {
+    const at = Math.min(this.#extendAt, this.#grant.validUntil);
+    // An entry due no later than needed is kept: waking early costs a re-check, cancelling leaves a stale entry.
+    if (this.#timer && !this.#timer.cancelled && this.#timer.at <= at) return;
+    this.#stopTimers();
+    if (this.#state === 'held') this.#timer = this.#host.scheduler.schedule(at, this);
   }
 
   /** true: extended; false: inconclusive (only node errors), try again. Throws LockLostError when lost. */
@@ -143,23 +194,28 @@ export class Lock implements AsyncDisposable {
     if (this.#state === 'released') throw new LockLostError(this.resources, 'it was released');
     if (this.#state === 'lost') throw this.#lostError as LockLostError;
     if (this.remaining() <= 0) throw this.#lose('its validity ran out before the extension');
-    const outcome = await this.#host.redlock.extend(this.#grant, ttl);
+    const outcome = await (this.#grant.ops ?? this.#host.redlock).extend(this.#grant, ttl);
     if (this.#state !== 'held') throw this.#lostError ?? new LockLostError(this.resources, 'it was released during the extension');
     if ('grant' in outcome) {
       this.#grant = outcome.grant;
       this.#validUntilWall = this.#wallClock(outcome.grant.validUntil);
-      this.#watchExpiry();
+      // Auto-extension arms the next wake-up itself once this round is done.
+      if (!this.#autoExtend) this.#arm();
       this.#host.emit('extended', { resources: this.resources, fence: this.fence, ttl, remaining: this.remaining() });
       return true;
     }
     const { failures, extended } = outcome;
     const quorum = this.#host.redlock.quorum;
     const detail = failures.map(nodeMessage).join('; ');
-    if (!strict && extended + failures.length >= quorum && this.remaining() > 0) return false;
+    if (!strict && extended + failures.length >= quorum && this.remaining() > 0) {
+      this.#host.extensionFailed('retrying');
+      return false;
+    }
     const reason =
       extended + failures.length >= quorum
         ? `extension reached ${extended} of ${quorum} nodes needed (${detail})`
         : `the key is gone or owned by someone else on ${this.#host.redlock.nodes.length - extended - failures.length} node(s)${detail ? ` (${detail})` : ''}`;
+    this.#host.extensionFailed('lost');
     throw this.#lose(reason, failures[0]?.error);
   }
 
@@ -169,27 +225,27 @@ export class Lock implements AsyncDisposable {
     this.#state = 'lost';
     this.#lostError = error;
     this.#stopTimers();
-    this.#controller.abort(error);
+    this.#abort(error);
     this.#host.forget(this);
     this.#host.emit('lost', { resources: this.resources, fence: this.fence, error });
     // Our keys may still sit on some nodes; compare-and-delete them so waiters need not wait out the TTL.
-    void this.#host.redlock.release(this.#grant);
+    void (this.#grant.ops ?? this.#host.redlock).release(this.#grant);
     return error;
   }
 
-  #watchExpiry(): void {
-    this.#cancelExpiry?.();
-    this.#cancelExpiry = this.#host.scheduler.at(this.#grant.validUntil, () => {
-      this.#cancelExpiry = undefined;
-      if (this.#state === 'held' && this.remaining() <= 0) this.#lose('its lease ran out without an extension');
-      else if (this.#state === 'held') this.#watchExpiry();
-    });
+  #abort(reason: LockError | (() => LockError)): void {
+    this.#abortReason = reason;
+    if (this.#controller) this.#controller.abort(this.#reason());
+  }
+
+  #reason(): LockError | undefined {
+    if (typeof this.#abortReason === 'function') this.#abortReason = this.#abortReason();
+    return this.#abortReason;
   }
 
   #stopTimers(): void {
-    this.#cancelExpiry?.();
-    this.#cancelKeepAlive?.();
-    this.#cancelExpiry = this.#cancelKeepAlive = undefined;
+    if (this.#timer) this.#host.scheduler.cancel(this.#timer);
+    this.#timer = undefined;
   }
 
   #wallClock(monotonic: number): number {

@@ -41,14 +41,14 @@ export interface AcquireOptions {
    * release wakes only the next one. false: compete on every release, as plain Redlock does.
    */
   fair?: boolean;
-}
-
-export interface WithLockOptions extends AcquireOptions {
-  /** keep the lease extended while fn runs (default true) */
+  /** keep the lease extended until release (default false; withLock: true) */
   autoExtend?: boolean;
-  /** stop extending after the lock has been held this long, in ms (default unlimited) */
+  /** stop auto-extending after the lock has been held this long, in ms (default unlimited) */
   maxHold?: number;
 }
+
+/** withLock's options: as acquire's, but auto-extension is on by default. */
+export type WithLockOptions = AcquireOptions;
 
 export interface ResolvedRetry {
   readonly minDelay: number;
@@ -109,39 +109,36 @@ export interface ResolvedAcquire {
   readonly signal: AbortSignal | undefined;
   readonly retry: ResolvedRetry;
   readonly fair: boolean;
+  readonly autoExtend: boolean;
+  readonly maxHold: number;
 }
 
 export function resolveAcquireOptions(opts: unknown, m: ResolvedManagerOptions): ResolvedAcquire {
-  if (opts === undefined) return { ttl: m.ttl, timeout: m.acquireTimeout, signal: undefined, retry: m.retry, fair: true };
+  if (opts === undefined)
+    return { ttl: m.ttl, timeout: m.acquireTimeout, signal: undefined, retry: m.retry, fair: true, autoExtend: false, maxHold: Infinity };
   const o = plainObject(opts, 'acquire options');
   const ttl = o.ttl === undefined ? m.ttl : checkLeaseTtl(o.ttl, m);
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal))
     throw new InvalidArgumentError(`signal must be an AbortSignal, got ${show(o.signal)}`);
   if (o.fair !== undefined && typeof o.fair !== 'boolean') throw new InvalidArgumentError(`fair must be a boolean, got ${show(o.fair)}`);
+  if (o.autoExtend !== undefined && typeof o.autoExtend !== 'boolean')
+    throw new InvalidArgumentError(`autoExtend must be a boolean, got ${show(o.autoExtend)}`);
   return {
     ttl,
     timeout: o.timeout === undefined ? m.acquireTimeout : checkTimeout(o.timeout, 'timeout'),
     signal: o.signal as AbortSignal | undefined,
     retry: resolveRetry(o.retry, m.retry),
     fair: o.fair ?? true,
-  };
-}
-
-export interface ResolvedWithLock extends ResolvedAcquire {
-  readonly autoExtend: boolean;
-  readonly maxHold: number;
-}
-
-export function resolveWithLockOptions(opts: unknown, m: ResolvedManagerOptions): ResolvedWithLock {
-  const base = resolveAcquireOptions(opts, m);
-  const o = opts === undefined ? {} : (opts as Record<string, unknown>);
-  if (o.autoExtend !== undefined && typeof o.autoExtend !== 'boolean')
-    throw new InvalidArgumentError(`autoExtend must be a boolean, got ${show(o.autoExtend)}`);
-  return {
-    ...base,
-    autoExtend: o.autoExtend ?? true,
+    autoExtend: o.autoExtend ?? false,
     maxHold: o.maxHold === undefined ? Infinity : checkPositiveInteger(o.maxHold, 'maxHold'),
   };
+}
+
+/** withLock: acquire's options with auto-extension on unless turned off. */
+export function resolveWithLockOptions(opts: unknown, m: ResolvedManagerOptions): ResolvedAcquire {
+  const base = resolveAcquireOptions(opts, m);
+  const o = opts === undefined ? {} : (opts as Record<string, unknown>);
+  return { ...base, autoExtend: (o.autoExtend as boolean | undefined) ?? true };
 }
 
 /** Resources are validated and sorted once: the sorted order is the order keys are locked in. */

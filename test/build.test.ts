@@ -23,7 +23,16 @@ const MAIN_EXPORTS = [
   'NodeError',
   'NodeTimeoutError',
 ];
-const TESTING_EXPORTS = ['LocalRedisNode', 'LocalRedisNodes', 'RedisServerNotFoundError', 'startRedisNode', 'startRedisNodes'];
+const TESTING_EXPORTS = [
+  'LocalRedisNode',
+  'LocalRedisNodes',
+  'RedisServerNotFoundError',
+  'startRedisNode',
+  'startRedisNodes',
+  'LocalRedisCluster',
+  'clusterKeySlot',
+  'startRedisCluster',
+];
 
 interface Run {
   readonly code: number | null;

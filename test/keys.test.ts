@@ -58,13 +58,15 @@ describe('hash tag and slot helpers (self-check against the spec examples)', () 
 });
 
 describe('keysFor', () => {
-  test('lays out lock, fence and channel under the prefix with the resource as hash tag', () => {
+  test('lays out lock, fence, channel and wait queue under the prefix with the resource as hash tag', () => {
     const k = keysFor(PREFIX, 'orders:42');
     assert.deepEqual(k, {
       resource: 'orders:42',
       lock: 'fencelock:{orders:42}:lock',
       fence: 'fencelock:{orders:42}:fence',
       channel: 'fencelock:{orders:42}:released',
+      queue: 'fencelock:{orders:42}:queue',
+      leases: 'fencelock:{orders:42}:leases',
       slotMarker: 'fencelock:{orders:42}:epoch',
     });
     assert.equal(markerKey(PREFIX), 'fencelock:{node}:epoch');

@@ -12,6 +12,8 @@ export interface NodeRedisLike {
     database?: number;
     rootNodes?: Array<{ url?: string; socket?: { host?: string; port?: number } }>;
   };
+  /** where a node-redis v5+ cluster (createCluster) keeps its options: it has no `options` */
+  _options?: NodeRedisLike['options'];
   sendCommand(...args: unknown[]): Promise<unknown>;
   duplicate(): NodeRedisLike;
   connect(): Promise<unknown>;
@@ -37,12 +39,17 @@ export function isNodeRedis(client: unknown): client is NodeRedisLike {
   );
 }
 
+/** A standalone client's `options`; a v5+ cluster has only `_options` (v4's cluster had `options`). */
+function optionsOf(client: NodeRedisLike): NonNullable<NodeRedisLike['options']> {
+  return client.options ?? client._options ?? {};
+}
+
 export function isNodeRedisCluster(client: NodeRedisLike): boolean {
-  return Array.isArray(client.options?.rootNodes);
+  return Array.isArray(optionsOf(client).rootNodes);
 }
 
 export function nodeRedisName(client: NodeRedisLike): string {
-  const o = client.options ?? {};
+  const o = optionsOf(client);
   if (o.rootNodes) {
     return `cluster(${o.rootNodes.map((n) => (n.url ? address(n.url) : `${n.socket?.host ?? 'localhost'}:${n.socket?.port ?? 6379}`)).join(',')})`;
   }
@@ -71,7 +78,7 @@ export class NodeRedisDriver implements ClientDriver {
   readonly isCluster: boolean;
   private subscriber: Promise<NodeRedisLike> | undefined;
   private subscriberClient: NodeRedisLike | undefined;
-  private readonly handlers = new Map<string, () => void>();
+  private readonly handlers = new Map<string, (message: string) => void>();
   private readonly errorListeners: Array<(e: Error) => void> = [];
   private closed = false;
 
@@ -99,10 +106,10 @@ export class NodeRedisDriver implements ClientDriver {
     return this.client.sendCommand(args[3], false, [...args]);
   }
 
-  async subscribe(channel: string, onMessage: () => void): Promise<void> {
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
     this.handlers.set(channel, onMessage);
     const sub = await this.subscriberConnection();
-    await sub.subscribe(channel, () => this.handlers.get(channel)?.());
+    await sub.subscribe(channel, (message: string) => this.handlers.get(channel)?.(message));
   }
 
   async unsubscribe(channel: string): Promise<void> {

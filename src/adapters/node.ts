@@ -13,6 +13,9 @@ export class DriverNode implements RedisNode {
   onConnectionError?: (error: Error) => void;
   private lastError: Error | undefined;
   private everReady = false;
+  /** requests waiting for the connection: one 'ready' listener on the client for all of them */
+  private readonly readyWaiters = new Set<() => void>();
+  private stopReadyListener: (() => void) | undefined;
 
   constructor(private readonly driver: ClientDriver) {
     this.name = driver.name;
@@ -90,7 +93,13 @@ export class DriverNode implements RedisNode {
           (error: unknown) => settle(() => reject(this.wrap(error, what))),
         );
       };
-      const timer = setTimeout(() => settle(() => reject(this.timeoutError(timeoutMs, what))), Math.max(0, deadline - performance.now()));
+      // Node runs due timers before it reads the sockets: after a stall of this process (a burst of
+      // requests sent in one go, a long synchronous task) the answer may already be waiting unread.
+      // setImmediate runs after the sockets are read, so such an answer still wins.
+      const timer = setTimeout(
+        () => setImmediate(() => settle(() => reject(this.timeoutError(timeoutMs, what)))),
+        Math.max(0, deadline - performance.now()),
+      );
       const state = this.driver.state();
       if (state === 'ready') go();
       else if (state === 'closed') settle(() => reject(new NodeError(this.name, `connection is closed (${what})`)));
@@ -100,11 +109,34 @@ export class DriverNode implements RedisNode {
         const message = `not connected, reconnecting after: ${this.lastError.message} (${what})`;
         settle(() => reject(new NodeError(this.name, message, { cause: this.lastError })));
       } else
-        stopWaiting = this.driver.whenReady(() => {
-          this.everReady = true;
+        stopWaiting = this.whenReady(() => {
           if (!done) go();
         });
     });
+  }
+
+  /**
+   * Calls `callback` once the connection is ready. Many requests may wait at once (a burst at startup):
+   * they share one listener on the client, so the client never warns of a listener leak.
+   */
+  private whenReady(callback: () => void): () => void {
+    if (this.readyWaiters.size === 0) {
+      this.stopReadyListener = this.driver.whenReady(() => {
+        this.everReady = true;
+        this.stopReadyListener = undefined;
+        const waiting = [...this.readyWaiters];
+        this.readyWaiters.clear();
+        for (const f of waiting) f();
+      });
+    }
+    this.readyWaiters.add(callback);
+    return () => {
+      this.readyWaiters.delete(callback);
+      if (this.readyWaiters.size === 0) {
+        this.stopReadyListener?.();
+        this.stopReadyListener = undefined;
+      }
+    };
   }
 
   private timeoutError(timeoutMs: number, what: string): NodeError {

@@ -5,6 +5,7 @@ import { NodeError, type NodeFailure } from '../errors.js';
 import { keysFor, markerKey, type ResourceKeys } from '../keys.js';
 import { driftOf, type ResolvedManagerOptions } from '../options.js';
 import { scripts } from '../scripts/index.js';
+import { ExtendBatcher, type NodeExtendReply } from './extend-batch.js';
 import { Quarantine } from './quarantine.js';
 import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
 
@@ -29,6 +30,14 @@ export interface Grant {
   readonly validUntil: number;
   /** per node: the epoch it had when we took the lock there ('' where we did not) */
   readonly epochs: readonly string[];
+  /** how this grant is extended and released; absent: the mutex's own (Redlock.extend / Redlock.release) */
+  readonly ops?: LeaseOps;
+}
+
+/** Extend and release of one kind of grant: the mutex (Redlock), a semaphore permit, a read or a write hold. */
+export interface LeaseOps {
+  extend(grant: Grant, ttl: number): Promise<{ grant: Grant } | { failures: NodeFailure[]; extended: number }>;
+  release(grant: Grant): Promise<{ released: number; nodes: number }>;
 }
 
 const UNTRUSTED =
@@ -90,6 +99,20 @@ export interface QueueOptions {
 
 const NO_QUEUE: QueueOptions = { fair: true, ticket: '', lease: 0 };
 
+// Random bytes are drawn from crypto 4 KiB at a time: one call per ~150 acquires instead of two per acquire.
+const POOL_SIZE = 4096;
+let pool = Buffer.alloc(0);
+let poolOffset = 0;
+function randomSlice(n: number): Buffer {
+  if (poolOffset + n > pool.length) {
+    pool = randomBytes(POOL_SIZE);
+    poolOffset = 0;
+  }
+  poolOffset += n;
+  return pool.subarray(poolOffset - n, poolOffset);
+}
+const randomHex = (n: number): string => randomSlice(n).toString('hex');
+
 export class Redlock {
   readonly quorum: number;
   private readonly marker: string;
@@ -98,6 +121,8 @@ export class Redlock {
   private readonly byName: readonly number[];
   /** monotonic time of each node's last failed acquire request */
   private readonly lastFailure: number[];
+  /** per standalone node: extensions due together go out as one call (undefined: a Cluster node) */
+  private readonly batchers: ReadonlyArray<ExtendBatcher | undefined>;
 
   constructor(
     readonly nodes: readonly RedisNode[],
@@ -112,6 +137,7 @@ export class Redlock {
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, i]) => i);
     this.lastFailure = nodes.map(() => -Infinity);
+    this.batchers = nodes.map((node) => (node.isCluster ? undefined : new ExtendBatcher(node, this.marker, options.nodeTimeout)));
   }
 
   keys(resources: readonly string[]): ResourceKeys[] {
@@ -123,6 +149,11 @@ export class Redlock {
     return (this.nodes[i] as RedisNode).isCluster ? (keys[0] as ResourceKeys).slotMarker : this.marker;
   }
 
+  /** Which marker the quarantine tracks for these keys on node i: the node's one marker, or (Cluster) the resource's. */
+  private scopeFor(i: number, keys: readonly ResourceKeys[]): string {
+    return (this.nodes[i] as RedisNode).isCluster ? this.markerFor(i, keys) : '';
+  }
+
   /** The node a waiter asks first for these resources (see acquireOnce). */
   leaderFor(resources: readonly string[]): number {
     let h = 0;
@@ -132,7 +163,7 @@ export class Redlock {
 
   static newToken(): string {
     // 144 random bits: unguessable, and never equal to another holder's.
-    return randomBytes(18).toString('base64url');
+    return randomSlice(18).toString('base64url');
   }
 
   /**
@@ -165,10 +196,11 @@ export class Redlock {
       token,
       String(ttl),
       String(resources.length),
-      randomBytes(8).toString('hex'),
+      randomHex(8),
       queue.ticket,
       String(queue.lease),
       queue.fair ? '1' : '0',
+      typeof this.options.restartQuarantine === 'number' ? '1' : '0',
     ];
     // A connection not yet up (a manager built from URLs a moment ago) may take longer, within what the lease allows.
     const firstConnect = Math.max(this.options.nodeTimeout, Math.min(FIRST_CONNECT_MS, Math.floor(ttl / 3)));
@@ -188,7 +220,7 @@ export class Redlock {
     if (leaderFirst && this.nodes.length > 1 && start - (this.lastFailure[leader] as number) > LEADER_COOLDOWN_MS) {
       const first = await ask(leader);
       if (first.kind === 'held') {
-        this.quarantine.observe(leader, first.epoch, monotonicNow());
+        this.quarantine.observe(leader, first.epoch, monotonicNow(), this.scopeFor(leader, keys));
         return { kind: 'busy', retryAfter: first.pttl < 0 ? Infinity : first.pttl, busyNodes: 1, behind: first.ahead, leader };
       }
       replies = await Promise.all(this.nodes.map((_, i) => (i === leader ? first : ask(i))));
@@ -206,9 +238,10 @@ export class Redlock {
         this.reportNodeError(node, reply.error, 'acquire', resources);
         return { kind: 'error', nodeTrusted: false, resourcesTrusted: false, quarantined: false };
       }
-      this.quarantine.observe(i, reply.epoch, now);
+      const scope = this.scopeFor(i, keys);
+      this.quarantine.observe(i, reply.epoch, now, scope);
       if (reply.kind === 'held') heldFor.push(reply.pttl < 0 ? Infinity : reply.pttl);
-      const excluded = reply.kind === 'granted' ? this.quarantine.excludes(i, ttl, reply.age, now) : undefined;
+      const excluded = reply.kind === 'granted' ? this.quarantine.excludes(i, ttl, reply.age, now, scope) : undefined;
       if (excluded) failures.push({ node: node.name, error: new NodeError(node.name, excluded) });
       return {
         kind: reply.kind,
@@ -226,7 +259,13 @@ export class Redlock {
 
     if (winners.length >= this.quorum) {
       const grant = await this.agreeOnFence(resources, keys, token, ttl, start, replies, count, failures);
-      if (grant) return { kind: 'acquired', grant };
+      if (grant) {
+        // Nodes that said "held" (the last holder's key was still there) queued us: leave those queues,
+        // or we would stand first in line there, holding up the next waiter until our place lapses.
+        const queuedOn = replies.flatMap((r, i) => (r.kind === 'held' && queue.ticket !== '' ? [i] : []));
+        if (queuedOn.length > 0) void this.dequeue(resources, token, queuedOn);
+        return { kind: 'acquired', grant };
+      }
     }
 
     // Release wherever the key may have been written: winners, quarantined
@@ -309,23 +348,31 @@ export class Redlock {
     const start = monotonicNow();
     const failures: NodeFailure[] = [];
     const epochs = [...grant.epochs];
+    const lockKeys = keys.map((k) => k.lock);
+    const extendOn = (i: number): Promise<NodeExtendReply> => {
+      const batcher = this.batchers[i];
+      const epoch = grant.epochs[i] ?? '';
+      if (batcher) return batcher.extend(lockKeys, grant.token, ttl, epoch);
+      const node = this.nodes[i] as RedisNode;
+      return node
+        .run(scripts.extend, keyArgs(i), [grant.token, String(ttl), epoch], this.options.nodeTimeout)
+        .then((reply) => arrayReply(reply, 2, node, 'extend'))
+        .then(([extended, e]) => ({ extended: Number(extended), epoch: typeof e === 'string' ? e : null }));
+    };
     const counts = await Promise.all(
       this.nodes.map((node, i) =>
-        node
-          .run(scripts.extend, keyArgs(i), [grant.token, String(ttl), grant.epochs[i] ?? ''], this.options.nodeTimeout)
-          .then((reply) => arrayReply(reply, 2, node, 'extend'))
-          .then(
-            ([extended, epoch]) => {
-              this.quarantine.observe(i, typeof epoch === 'string' ? epoch : null, monotonicNow());
-              if (typeof epoch === 'string' && Number(extended) === keys.length) epochs[i] = epoch;
-              return Number(extended);
-            },
-            (error: Error) => {
-              failures.push({ node: node.name, error });
-              this.reportNodeError(node, error, 'extend', grant.resources);
-              return 0;
-            },
-          ),
+        extendOn(i).then(
+          ({ extended, epoch }) => {
+            this.quarantine.observe(i, epoch, monotonicNow(), this.scopeFor(i, keys));
+            if (epoch !== null && extended === keys.length) epochs[i] = epoch;
+            return extended;
+          },
+          (error: Error) => {
+            failures.push({ node: node.name, error });
+            this.reportNodeError(node, error, 'extend', grant.resources);
+            return 0;
+          },
+        ),
       ),
     );
     const extended = counts.filter((c) => c === keys.length).length;
@@ -334,6 +381,32 @@ export class Redlock {
       return { grant: { ...grant, ttl, validUntil, epochs } };
     }
     return { failures, extended };
+  }
+
+  /**
+   * Raise the grant's fence counters to `fence` on every node that granted it (a multi-slot lock's one
+   * fence, see cross-slot.ts). ok once a quorum raised them.
+   */
+  async raiseFence(grant: Grant, fence: bigint): Promise<{ ok: boolean; failures: NodeFailure[] }> {
+    const keys = this.keys(grant.resources);
+    const failures: NodeFailure[] = [];
+    let raised = 0;
+    await Promise.all(
+      this.nodes.map(async (node, i) => {
+        const epoch = grant.epochs[i];
+        if (!epoch) return;
+        const fenceKeys = [...keys.map((k) => k.fence), this.markerFor(i, keys)];
+        try {
+          const ok = await node.run(scripts.raiseFence, fenceKeys, [fence.toString(), epoch, '0'], this.options.nodeTimeout);
+          if (Number(ok) !== 1) throw new NodeError(node.name, 'lost its data during the acquire (fence write-back refused)');
+          raised++;
+        } catch (error) {
+          failures.push({ node: node.name, error: error as Error });
+          this.reportNodeError(node, error as Error, 'fence write-back', grant.resources);
+        }
+      }),
+    );
+    return { ok: raised >= this.quorum, failures };
   }
 
   /** Compare-and-delete on every node; never throws. */
@@ -366,16 +439,17 @@ export class Redlock {
    * where the lock is free). Best effort: a node that misses it drops our
    * place when its lease runs out. Never throws.
    */
-  async dequeue(resources: readonly string[], token: string): Promise<void> {
+  async dequeue(resources: readonly string[], token: string, indexes: readonly number[] = this.nodes.map((_, i) => i)): Promise<void> {
     const keys = this.keys(resources);
     const scriptKeys = [...keys.map((k) => k.lock), ...keys.map((k) => k.queue), ...keys.map((k) => k.leases)];
     const channels = keys.map((k) => k.channel);
     await Promise.all(
-      this.nodes.map((node) =>
-        node.run(scripts.dequeue, scriptKeys, [token, ...channels], this.options.nodeTimeout).catch((error: Error) => {
+      indexes.map((i) => {
+        const node = this.nodes[i] as RedisNode;
+        return node.run(scripts.dequeue, scriptKeys, [token, ...channels], this.options.nodeTimeout).catch((error: Error) => {
           this.reportNodeError(node, error, 'dequeue', resources);
-        }),
-      ),
+        });
+      }),
     );
   }
 

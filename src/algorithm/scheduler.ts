@@ -4,10 +4,16 @@
  * sit in a binary heap and a single unref'd timer is armed for the earliest.
  * Everything due when it fires runs in that one callback.
  */
-interface Entry {
-  at: number;
-  seq: number;
-  run: () => void;
+/** Something woken by the scheduler. An object rather than a closure: a held lock keeps one of these, nothing more. */
+export interface Timed {
+  onTimer(): void;
+}
+
+/** A scheduled wake-up; pass it to `cancel`. */
+export interface Entry {
+  readonly at: number;
+  readonly seq: number;
+  readonly target: Timed;
   cancelled: boolean;
 }
 
@@ -24,17 +30,33 @@ export class Scheduler {
 
   /** Runs `run` at monotonic time `at` (or soon after). */
   at(at: number, run: () => void): Cancel {
-    const entry: Entry = { at, seq: this.seq++, run, cancelled: false };
+    const entry = this.schedule(at, { onTimer: run });
+    return () => this.cancel(entry);
+  }
+
+  /** Calls `target.onTimer()` at monotonic time `at` (or soon after). */
+  schedule(at: number, target: Timed): Entry {
+    const entry: Entry = { at, seq: this.seq++, target, cancelled: false };
     this.push(entry);
     this.live++;
     if (at < this.armedFor) this.arm();
-    return () => {
-      if (!entry.cancelled) {
-        entry.cancelled = true;
-        this.live--;
-        if (this.live === 0) this.disarm();
-      }
-    };
+    return entry;
+  }
+
+  cancel(entry: Entry): void {
+    if (entry.cancelled) return;
+    entry.cancelled = true;
+    this.live--;
+    if (this.live === 0) this.disarm();
+    // Cancelled entries leave the heap lazily, when they reach the top. Rebuild it once they outnumber
+    // the live ones, so that locks re-armed again and again cannot make it grow without bound.
+    else if (this.heap.length > 2 * this.live + 64) this.compact();
+  }
+
+  private compact(): void {
+    const live = this.heap.filter((e) => !e.cancelled);
+    this.heap.length = 0;
+    for (const e of live) this.push(e);
   }
 
   get size(): number {
@@ -62,7 +84,7 @@ export class Scheduler {
       }
     }
     this.arm();
-    for (const e of due) e.run();
+    for (const e of due) e.target.onTimer();
   }
 
   private arm(): void {

@@ -2,6 +2,7 @@ import { monotonicNow } from '../clock.js';
 import { LockTimeoutError, QuorumError } from '../errors.js';
 import type { ResolvedAcquire } from '../options.js';
 import { backoffDelay } from './backoff.js';
+import { acquireRound, dequeueAll } from './cross-slot.js';
 import type { ReleaseNotifications, Watch } from './notifications.js';
 import { Wakeup } from './notifications.js';
 import { Redlock, type Attempt, type Grant, type QueueOptions } from './redlock.js';
@@ -71,7 +72,7 @@ export async function acquireWaiting(
   };
   let inFlight: Promise<unknown> = Promise.resolve();
   const once = (leaderFirst: boolean): Promise<Attempt> => {
-    const work = redlock.acquireOnce(resources, token, opts.ttl, queue, leaderFirst);
+    const work = acquireRound(redlock, resources, token, opts.ttl, queue, leaderFirst);
     inFlight = work.catch(() => undefined);
     return guard(redlock, work, signal);
   };
@@ -126,7 +127,7 @@ export async function acquireWaiting(
     }
   } catch (error) {
     // Leave the queue once our last attempt has settled (it may still add us), so the next waiter need not wait out our lease.
-    if (queue.ticket !== '') void inFlight.then(() => redlock.dequeue(resources, token));
+    if (queue.ticket !== '') void inFlight.then(() => dequeueAll(redlock, resources, token));
     throw error;
   } finally {
     watch?.stop();
@@ -165,15 +166,17 @@ function throwIfNoQuorum(attempt: Attempt, resources: readonly string[]): void {
  * Whatever the abandoned promise still produces is cleaned up: a lock it
  * acquires is released.
  */
-function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+export function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return work;
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => {
       reject(signal.reason);
       work.then(
         (value) => {
-          if ((value as Attempt | undefined)?.kind === 'acquired')
-            void redlock.release((value as Extract<Attempt, { kind: 'acquired' }>).grant);
+          if ((value as Attempt | undefined)?.kind === 'acquired') {
+            const { grant } = value as Extract<Attempt, { kind: 'acquired' }>;
+            void (grant.ops ?? redlock).release(grant);
+          }
         },
         () => undefined,
       );

@@ -7,6 +7,7 @@
 -- ARGV[1] owner token   ARGV[2] ttl ms   ARGV[3] n   ARGV[4] epoch to use if the marker is missing
 -- ARGV[5] ticket: '' = do not queue (one attempt), else this waiter's place (arrival time)
 -- ARGV[6] queue lease ms   ARGV[7] '1' = fair: a queued waiter ahead of us takes precedence
+-- ARGV[8] '1' = report the marker's age (strict restart quarantine); otherwise age is -1
 -- Returns {1, fence, epoch, marker age ms, node trusted, resources trusted} when acquired,
 --         {0, longest remaining ms of the keys held by others (-1: no expiry, 0: free), epoch, age,
 --          node trusted, resources trusted, 1 if another waiter is ahead of us in a queue} when not.
@@ -17,17 +18,26 @@ local token, ticket, fair = ARGV[1], ARGV[5], ARGV[7] == '1'
 -- The marker tells the client whether this node lost its data since it last
 -- looked (the epoch changes), how old the data is (restart quarantine), and
 -- whether its counters can be trusted (a node that lost its data cannot, see trust.ts).
+-- The node's clock, read only when needed (TIME is the costliest call here on the common path).
+local now_ms
+local function clock()
+  if not now_ms then
+    local t = redis.call('TIME')
+    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now_ms
+end
+
 local marker = KEYS[4 * n + 1]
-local now = redis.call('TIME')
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local m = redis.call('HMGET', marker, 'epoch', 'born', 'trusted')
 local epoch, born, node_trusted = m[1], tonumber(m[2]), m[3] == '1'
 if not epoch then
   epoch = ARGV[4]
-  born = now_ms
+  born = clock()
   redis.call('HSET', marker, 'epoch', epoch, 'born', born, 'trusted', '0')
 end
-local age = now_ms - (born or now_ms)
+local age = -1
+if ARGV[8] == '1' then age = clock() - (born or clock()) end
 
 -- A trusted node's counters are all trustworthy; only an untrusted one needs the per-resource flags.
 local resources_trusted = true
@@ -58,7 +68,7 @@ local function head(i)
   local q, l = KEYS[2 * n + i], KEYS[3 * n + i]
   local h = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   if #h == 0 or h[1] == token then return h end
-  local dead = redis.call('ZRANGEBYSCORE', l, '-inf', now_ms, 'LIMIT', 0, 100)
+  local dead = redis.call('ZRANGEBYSCORE', l, '-inf', clock(), 'LIMIT', 0, 100)
   if #dead == 0 then return h end
   redis.call('ZREM', q, unpack(dead))
   redis.call('ZREM', l, unpack(dead))
@@ -83,7 +93,7 @@ end
 
 if held or ahead then
   if fair and ticket ~= '' then
-    local lease_end = now_ms + tonumber(ARGV[6])
+    local lease_end = clock() + tonumber(ARGV[6])
     for i = 1, n do
       local q, l = KEYS[2 * n + i], KEYS[3 * n + i]
       redis.call('ZADD', q, 'NX', ticket, token)

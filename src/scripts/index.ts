@@ -1,5 +1,6 @@
 import { Script } from '../adapters/types.js';
-import { acquireLua, dequeueLua, extendLua, forceReleaseLua, inspectLua, raiseFenceLua, releaseLua } from './lua.generated.js';
+import { acquireLua, dequeueLua, extendLua, extendManyLua, forceReleaseLua, inspectLua, raiseFenceLua, releaseLua } from './lua.generated.js';
+import { leaseExtendLua, leaseReleaseLua, rwlockAcquireLua, semaphoreAcquireLua } from './lua.generated.js';
 
 /** The Lua side of the protocol; each file in this folder says what its KEYS and ARGV are. */
 export const scripts = {
@@ -7,7 +8,12 @@ export const scripts = {
   release: new Script('release', releaseLua),
   dequeue: new Script('dequeue', dequeueLua),
   extend: new Script('extend', extendLua),
+  extendMany: new Script('extend-many', extendManyLua),
   raiseFence: new Script('raise-fence', raiseFenceLua),
   inspect: new Script('inspect', inspectLua),
   forceRelease: new Script('force-release', forceReleaseLua),
+  semaphoreAcquire: new Script('semaphore-acquire', semaphoreAcquireLua),
+  rwlockAcquire: new Script('rwlock-acquire', rwlockAcquireLua),
+  leaseExtend: new Script('lease-extend', leaseExtendLua),
+  leaseRelease: new Script('lease-release', leaseReleaseLua),
 } as const;

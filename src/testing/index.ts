@@ -7,3 +7,11 @@ export {
   startRedisNodes,
   type StartRedisOptions,
 } from './redis-nodes.js';
+export {
+  LocalRedisCluster,
+  clusterKeySlot,
+  startRedisCluster,
+  type ClusterNodeInfo,
+  type KillMasterResult,
+  type StartRedisClusterOptions,
+} from './redis-cluster.js';

@@ -22,7 +22,17 @@ export interface StartRedisOptions {
   startTimeout?: number;
   /** a fixed port instead of a free one (startRedisNodes: the first of consecutive ports); never 6379 */
   port?: number;
+  /**
+   * Run as a Redis Cluster node (`--cluster-enabled yes`, its nodes.conf in the node's temp dir) and keep
+   * the cluster bus port, port + 10000, free as well, so ports are at most 55535. The node starts alone:
+   * startRedisCluster() (redis-cluster.ts) joins such nodes into a cluster. restart() keeps nodes.conf,
+   * so a restarted node rejoins its cluster under the same node ID, with or without its data.
+   */
+  cluster?: boolean;
 }
+
+/** Redis Cluster's node-to-node bus listens on the client port + 10000. */
+export const CLUSTER_BUS_OFFSET = 10_000;
 
 /** Thrown when no redis-server binary can be found, so the fix is in the message rather than in an ENOENT. */
 export class RedisServerNotFoundError extends Error {
@@ -92,7 +102,8 @@ const exited = (c: ChildProcess, ms: number) =>
     });
   });
 
-function findRedisServer(): string {
+/** @internal the redis-server binary: $REDIS_SERVER, else the first on PATH. */
+export function findRedisServer(): string {
   const fromEnv = process.env.REDIS_SERVER;
   const candidates = fromEnv
     ? [fromEnv]
@@ -111,21 +122,37 @@ function findRedisServer(): string {
   throw new RedisServerNotFoundError(fromEnv ? `REDIS_SERVER=${fromEnv} is not an executable file` : 'redis-server was not found on PATH');
 }
 
-// Ports our own nodes hold, so parallel starts never share one; 6379 is a developer's real Redis.
-const takenPorts = new Set<number>([6379]);
-async function freePort(): Promise<number> {
-  for (let i = 0; i < 20; i++) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const srv = net.createServer();
-      srv.once('error', reject);
-      srv.listen(0, HOST, () => {
-        const { port } = srv.address() as net.AddressInfo;
-        srv.close(() => resolve(port));
-      });
+// Ports our own nodes hold (cluster bus ports included), so parallel starts never share one; 6379 is a developer's real Redis.
+const takenPorts = new Set<number>([6379, 6379 + CLUSTER_BUS_OFFSET]);
+
+/** Binds `port` (0: any) on loopback and gives it back: the port the OS chose, or undefined if it is in use. */
+function probePort(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(undefined));
+    srv.listen(port, HOST, () => {
+      const { port: bound } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(bound));
     });
-    if (!takenPorts.has(port)) return port;
+  });
+}
+
+/** A free loopback port (and, for a cluster node, a free bus port + 10000 below 65536), reserved at once. */
+async function freePort(cluster: boolean): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = await probePort(0);
+    if (port === undefined) throw new Error('could not bind any loopback port');
+    if (takenPorts.has(port)) continue;
+    if (cluster) {
+      const bus = port + CLUSTER_BUS_OFFSET;
+      if (bus > 65535 || takenPorts.has(bus) || (await probePort(bus)) === undefined) continue;
+      if (takenPorts.has(port)) continue; // taken by a parallel start while we probed the bus port
+      takenPorts.add(bus);
+    }
+    takenPorts.add(port);
+    return port;
   }
-  throw new Error('could not find a free loopback port');
+  throw new Error(`could not find a free loopback port${cluster ? ' with a free cluster bus port (+10000)' : ''}`);
 }
 
 /** One PING over a raw socket: readiness must not depend on the client libraries under test. */
@@ -168,6 +195,7 @@ export class LocalRedisNode {
   ) {
     this.url = `redis://${HOST}:${port}`;
     takenPorts.add(port);
+    if (opts.cluster) takenPorts.add(port + CLUSTER_BUS_OFFSET);
   }
 
   get pid(): number | undefined {
@@ -228,6 +256,7 @@ export class LocalRedisNode {
     this.#stopped = true;
     await this.kill();
     takenPorts.delete(this.port);
+    if (this.opts.cluster) takenPorts.delete(this.port + CLUSTER_BUS_OFFSET);
     await rm(this.dir, { recursive: true, force: true });
   }
 
@@ -236,10 +265,11 @@ export class LocalRedisNode {
     if (this.#stopped || isAlive(this.#child))
       throw new Error(`redis node ${this.url} is ${this.#stopped ? 'stopped' : 'already running'}`);
     const server = findRedisServer();
-    const { args = [], persistence = false, commandPrefix = [], startTimeout = 10_000 } = this.opts;
+    const { args = [], persistence = false, commandPrefix = [], startTimeout = 10_000, cluster = false } = this.opts;
     const argv = [
       ...['--port', String(this.port), '--bind', HOST, '--dir', this.dir, '--save', ''],
       ...['--appendonly', persistence ? 'yes' : 'no', '--daemonize', 'no', '--protected-mode', 'no'],
+      ...(cluster ? ['--cluster-enabled', 'yes', '--cluster-config-file', path.join(this.dir, 'nodes.conf')] : []),
       ...['--logfile', path.join(this.dir, 'redis.log'), ...args],
     ];
     const [cmd = server, ...rest] = [...commandPrefix, server, ...argv];
@@ -294,12 +324,13 @@ export class LocalRedisNodes implements AsyncDisposable {
 /** Start a fresh, empty redis-server on a free loopback port. Call stop() when done. */
 export async function startRedisNode(opts: StartRedisOptions = {}): Promise<LocalRedisNode> {
   findRedisServer(); // fail fast, before creating temp dirs
-  if (opts.port !== undefined && (!Number.isInteger(opts.port) || opts.port < 1 || opts.port > 65535 || opts.port === 6379)) {
-    throw new RangeError(`port must be an integer in [1, 65535] other than 6379, got ${opts.port}`);
+  const maxPort = opts.cluster ? 65535 - CLUSTER_BUS_OFFSET : 65535;
+  if (opts.port !== undefined && (!Number.isInteger(opts.port) || opts.port < 1 || opts.port > maxPort || opts.port === 6379)) {
+    throw new RangeError(`port must be an integer in [1, ${maxPort}] other than 6379, got ${opts.port}`);
   }
   for (let attempt = 1; ; attempt++) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'fencelock-redis-'));
-    const node = new LocalRedisNode(opts.port ?? (await freePort()), dir, opts);
+    const node = new LocalRedisNode(opts.port ?? (await freePort(!!opts.cluster)), dir, opts);
     try {
       await node.start();
       return node;

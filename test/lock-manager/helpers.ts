@@ -16,7 +16,7 @@ export function keysOf(resource: string): { lock: string; fence: string; channel
 
 /** The waiters queued for `resource` on every node, in queue order. */
 export function queued(admin: readonly Redis[], resource: string): Promise<string[][]> {
-  return Promise.all(admin.map((a) => a.zrange(keysOf(resource).queue, 0, -1)));
+  return Promise.all(admin.map((a) => a.call('ZRANGE', keysOf(resource).queue, '0', '-1') as Promise<string[]>));
 }
 
 let counter = 0;

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockLostError, LockReleasedError, type LockEvents } from '../../src/index.js';
-import { CLIENT_KINDS } from '../support/harness.js';
+import { CLIENT_KINDS, eventually } from '../support/harness.js';
 import { NODE_COUNTS, readyManager, aborted, keysOf, lockPttls, lockValues, uniqueResource, within, withNodeSets } from './helpers.js';
 
 const OPTIONS = { ttl: 2000, nodeTimeout: 90, acquireTimeout: 5000 };
@@ -31,6 +31,8 @@ withNodeSets('release and extend', NODE_COUNTS, (env, nodeCount) => {
       assert.equal(lostEvents[0]!.fence, a.fence);
       assert.equal(lostEvents[0]!.error, reason);
 
+      // A's best-effort cleanup after the loss is in flight: let it finish, so that B takes every node.
+      await eventually(async () => (await lockValues(admin, resource)).every((v) => v === null), 3000);
       const b = await second.acquire(resource, { ttl: 5000 });
       try {
         assert.ok(b.fence > a.fence, `fence ${b.fence} of B not above ${a.fence} of A`);

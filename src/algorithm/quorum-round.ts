@@ -1,0 +1,452 @@
+import type { RedisNode } from '../adapters/index.js';
+import { monotonicNow } from '../clock.js';
+import { InvalidArgumentError, LockError, LockTimeoutError, NodeError, QuorumError, type NodeFailure } from '../errors.js';
+import { encodeResource, markerKey } from '../keys.js';
+import { Lock, type LockHost } from '../lock.js';
+import {
+  driftOf,
+  resolveAcquireOptions,
+  resolveWithLockOptions,
+  type AcquireOptions,
+  type ResolvedAcquire,
+  type WithLockOptions,
+} from '../options.js';
+import { scripts } from '../scripts/index.js';
+import { backoffDelay } from './backoff.js';
+import { guard } from './wait.js';
+import { ANYONE, Wakeup, type ReleaseNotifications, type Watch } from './notifications.js';
+import { Quarantine } from './quarantine.js';
+import { Redlock, type Attempt, type Grant, type LeaseOps, type NodeErrorReport } from './redlock.js';
+import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
+
+/**
+ * The quorum machinery shared by the semaphore and the read-write lock (the
+ * mutex has its own in redlock.ts, with the wait queue on top). One round
+ * sends a primitive's acquire script to every node in parallel, each request
+ * bounded by nodeTimeout, counts the grants against floor(N/2) + 1 with the
+ * mutex's trust rule (trust.ts) and restart quarantine, agrees on the fence
+ * (the largest counter among the grants, written back with raise-fence.lua),
+ * and takes the same validity as the mutex:
+ *
+ *   validity = ttl - elapsed - drift,   drift = floor(ttl * driftFactor) + 2
+ *
+ * On any failure it releases wherever it may have written before returning.
+ */
+
+/** What the primitives need from their manager. Built once per manager by `primitiveHost`. */
+export interface PrimitiveHost {
+  readonly redlock: Redlock;
+  readonly notifications: ReleaseNotifications;
+  readonly lockHost: LockHost;
+  /** aborts (reason: ManagerClosedError) when the manager closes */
+  readonly closing: AbortSignal;
+  readonly quarantine: Quarantine;
+  readonly reportNodeError: NodeErrorReport;
+  /** the manager now holds this lock: close() releases it */
+  track(lock: Lock): void;
+}
+
+export function primitiveHost(parts: Omit<PrimitiveHost, 'quarantine' | 'reportNodeError'>): PrimitiveHost {
+  const { redlock, lockHost } = parts;
+  return {
+    ...parts,
+    quarantine: new Quarantine(redlock.options.restartQuarantine, redlock.nodes.length),
+    reportNodeError: (node, error, operation, resources) => lockHost.emit('nodeError', { node: node.name, error, operation, resources }),
+  };
+}
+
+/** The keys of one named primitive that the shared machinery touches; all under the name's hash tag. */
+export interface NameKeys {
+  readonly name: string;
+  /** `<prefix>{<name>}`: a primitive adds its own `:suffix` keys to it */
+  readonly base: string;
+  /** the fence hash, in the mutex's format: a mutex, semaphore and read-write lock of one name share the counter */
+  readonly fence: string;
+  /** release notifications */
+  readonly channel: string;
+  /** the epoch marker on a Cluster node (a script may only touch one slot there) */
+  readonly slotMarker: string;
+  /** the per-node epoch marker */
+  readonly marker: string;
+}
+
+export function nameKeys(prefix: string, name: string): NameKeys {
+  const base = `${prefix}{${encodeResource(name)}}`;
+  return { name, base, fence: `${base}:fence`, channel: `${base}:released`, slotMarker: `${base}:epoch`, marker: markerKey(prefix) };
+}
+
+function markerOn(node: RedisNode, keys: NameKeys): string {
+  return node.isCluster ? keys.slotMarker : keys.marker;
+}
+
+/** The marker the quarantine tracks: the node's one marker (''), or on a Cluster node the name's own. */
+function scopeOn(node: RedisNode, keys: NameKeys): string {
+  return node.isCluster ? keys.slotMarker : '';
+}
+
+interface NodeState {
+  readonly epoch: string;
+  readonly age: number;
+  readonly nodeTrusted: boolean;
+  readonly resourcesTrusted: boolean;
+}
+
+type Reply =
+  | ({ kind: 'granted'; fence: bigint; slot: string } & NodeState)
+  | ({ kind: 'held'; retryAfter: number } & NodeState)
+  | { kind: 'error'; error: Error };
+
+/** One hold of a primitive, as its scripts see it. */
+export interface Hold {
+  /** the key that holds it: a lease sorted set (permits, readers) or a string (writer) */
+  readonly key: string;
+  readonly kind: 'zset' | 'string';
+  /** the zset member, or the token the string holds */
+  readonly member: string;
+  /** how lease-release.lua finds it, when not as `kind` and `member` (a permit: by token, whichever slot) */
+  readonly releaseAs?: readonly ['permit', string];
+  /** a write-intent set the release also leaves */
+  readonly alsoLeave?: string;
+}
+
+/** One primitive's acquire round. */
+export interface Round {
+  readonly keys: NameKeys;
+  readonly token: string;
+  readonly ttl: number;
+  /**
+   * Runs the primitive's acquire script on a node. `slot`: '' lets the node
+   * choose; otherwise the node must grant exactly that slot. The reply is
+   * `{1, fence, epoch, age, nodeTrusted, resourceTrusted, slot?}` or
+   * `{0, retryAfter, epoch, age, nodeTrusted, resourceTrusted}`.
+   */
+  ask(node: RedisNode, marker: string, slot: string): Promise<unknown>;
+  /** Ask one node first, and the others for the slot it chose: a semaphore's permit must hold one slot on a quorum. */
+  readonly leaderFirst: boolean;
+  /** The hold a grant of `slot` is, for extending and releasing it. */
+  hold(slot: string): Hold;
+  /** Compare-and-delete what this round may have written on one node (any slot). */
+  undo(node: RedisNode): Promise<unknown>;
+}
+
+/** One acquire round on every node; see the top of this file. On failure it has already released what it took. */
+export async function quorumRound(host: PrimitiveHost, round: Round): Promise<Attempt> {
+  const { redlock } = host;
+  const { nodes, quorum } = redlock;
+  const name = round.keys.name;
+  const ask = (i: number, slot: string): Promise<Reply> => {
+    const node = nodes[i] as RedisNode;
+    return round.ask(node, markerOn(node, round.keys), slot).then(
+      (reply) => parseReply(reply, node),
+      (error: Error): Reply => ({ kind: 'error', error }),
+    );
+  };
+  const start = monotonicNow();
+  let replies: Reply[];
+  if (round.leaderFirst && nodes.length > 1) {
+    const leader = redlock.leaderFor([name]);
+    const first = await ask(leader, '');
+    const slot = first.kind === 'granted' ? first.slot : '';
+    replies = await Promise.all(nodes.map((_, i) => (i === leader ? first : ask(i, slot))));
+  } else {
+    replies = await Promise.all(nodes.map((_, i) => ask(i, '')));
+  }
+  const now = monotonicNow();
+
+  // The slot most nodes granted is ours; grants of other slots (nodes that chose differently) are contention.
+  const votes = new Map<string, number>();
+  for (const r of replies) if (r.kind === 'granted') votes.set(r.slot, (votes.get(r.slot) ?? 0) + 1);
+  const slot = [...votes].sort((a, b) => b[1] - a[1])[0]?.[0] ?? '';
+
+  const failures: NodeFailure[] = [];
+  const waits: number[] = [];
+  const answers = replies.map((reply, i): NodeAnswer => {
+    const node = nodes[i] as RedisNode;
+    if (reply.kind === 'error') {
+      failures.push({ node: node.name, error: reply.error });
+      host.reportNodeError(node, reply.error, 'acquire', [name]);
+      return { kind: 'error', nodeTrusted: false, resourcesTrusted: false, quarantined: false };
+    }
+    const scope = scopeOn(node, round.keys);
+    host.quarantine.observe(i, reply.epoch, now, scope);
+    const ours = reply.kind === 'granted' && reply.slot === slot;
+    if (!ours) waits.push(reply.kind === 'held' ? (reply.retryAfter < 0 ? Infinity : reply.retryAfter) : 0);
+    const excluded = ours ? host.quarantine.excludes(i, round.ttl, reply.age, now, scope) : undefined;
+    if (excluded) failures.push({ node: node.name, error: new NodeError(node.name, excluded) });
+    const { nodeTrusted, resourcesTrusted } = reply;
+    return { kind: ours ? 'granted' : 'held', nodeTrusted, resourcesTrusted, quarantined: excluded !== undefined };
+  });
+  const count = countGrants(answers, quorum);
+  for (const i of count.untrusted) {
+    const node = (nodes[i] as RedisNode).name;
+    failures.push({ node, error: new NodeError(node, 'its fence counter for this name is not known to be complete and not repaired yet') });
+  }
+  if (count.counted.length >= quorum) {
+    const grant = await agreeOnFence(host, round, slot, start, replies, count, failures);
+    if (grant) return { kind: 'acquired', grant };
+  }
+
+  // Release wherever our hold may have been written: every node but those that refused.
+  await Promise.all(
+    nodes.map((node, i) =>
+      replies[i]?.kind === 'held'
+        ? undefined
+        : round.undo(node).catch((error: Error) => host.reportNodeError(node, error, 'release', [name])),
+    ),
+  );
+  if (waits.length > nodes.length - quorum) {
+    // What blocks us must end on enough of the refusing nodes before a quorum is free.
+    const needed = waits.length - (nodes.length - quorum);
+    return { kind: 'busy', retryAfter: waits.sort((a, b) => a - b)[needed - 1] as number, busyNodes: needed, behind: false };
+  }
+  if (count.counted.length < quorum) return { kind: 'no-quorum', successes: count.counted.length, needed: quorum, failures };
+  return { kind: 'expired' };
+}
+
+/** The mutex's fence agreement (see Redlock.agreeOnFence): the largest counter, written back to whoever had less. */
+async function agreeOnFence(
+  host: PrimitiveHost,
+  round: Round,
+  slot: string,
+  start: number,
+  replies: readonly Reply[],
+  count: GrantCount,
+  failures: NodeFailure[],
+): Promise<Grant | undefined> {
+  const { redlock } = host;
+  const mine = (r: Reply): r is Extract<Reply, { kind: 'granted' }> => r.kind === 'granted' && r.slot === slot;
+  const fence = replies.reduce((max, r) => (mine(r) && r.fence > max ? r.fence : max), 0n);
+  const repair = replies.flatMap((r, i) => {
+    if (r.kind === 'error' || (!mine(r) && !count.bootstrap)) return [];
+    const needed = count.bootstrap || (mine(r) && r.fence < fence) || !(r.nodeTrusted || r.resourcesTrusted);
+    return needed ? [{ i, epoch: r.epoch }] : [];
+  });
+  const repaired = new Set<number>();
+  await Promise.all(
+    repair.map(({ i, epoch }) => {
+      const node = redlock.nodes[i] as RedisNode;
+      const keys = [round.keys.fence, markerOn(node, round.keys)];
+      return node
+        .run(scripts.raiseFence, keys, [fence.toString(), epoch, count.bootstrap ? '1' : '0'], redlock.options.nodeTimeout)
+        .then((ok) => {
+          if (Number(ok) !== 1) throw new NodeError(node.name, 'lost its data during the acquire (fence write-back refused)');
+          repaired.add(i);
+        })
+        .catch((error: Error) => {
+          failures.push({ node: node.name, error });
+          host.reportNodeError(node, error, 'fence write-back', [round.keys.name]);
+        });
+    }),
+  );
+  const needsRepair = new Set(repair.map(({ i }) => i));
+  const confirmed = count.counted.filter((i) => !needsRepair.has(i) || repaired.has(i));
+  const validUntil = start + round.ttl - driftOf(round.ttl, redlock.options.driftFactor);
+  if (confirmed.length < redlock.quorum || validUntil <= monotonicNow()) return undefined;
+  const epochs = replies.map((r) => (mine(r) ? r.epoch : ''));
+  const ops = holdOps(host, round.keys, round.hold(slot));
+  return { resources: [round.keys.name], token: round.token, fence, ttl: round.ttl, validUntil, epochs, ops };
+}
+
+/** Extend and release of one hold, on every node in parallel, each bounded by nodeTimeout. */
+function holdOps(host: PrimitiveHost, keys: NameKeys, hold: Hold): LeaseOps {
+  const { redlock } = host;
+  const timeout = redlock.options.nodeTimeout;
+  return {
+    async extend(grant, ttl) {
+      const start = monotonicNow();
+      const failures: NodeFailure[] = [];
+      const results = await Promise.all(
+        redlock.nodes.map((node, i) =>
+          node.run(scripts.leaseExtend, [hold.key, markerOn(node, keys)], [hold.kind, hold.member, String(ttl)], timeout).then(
+            (reply) => {
+              const [ok, epoch] = Array.isArray(reply) ? (reply as unknown[]) : [];
+              host.quarantine.observe(i, typeof epoch === 'string' ? epoch : null, monotonicNow(), scopeOn(node, keys));
+              return Number(ok) === 1;
+            },
+            (error: Error) => {
+              failures.push({ node: node.name, error });
+              host.reportNodeError(node, error, 'extend', grant.resources);
+              return false;
+            },
+          ),
+        ),
+      );
+      const extended = results.filter(Boolean).length;
+      const validUntil = start + ttl - driftOf(ttl, redlock.options.driftFactor);
+      if (extended >= redlock.quorum && validUntil > monotonicNow()) return { grant: { ...grant, ttl, validUntil } };
+      return { failures, extended };
+    },
+    async release(grant) {
+      const scriptKeys = hold.alsoLeave ? [hold.key, hold.alsoLeave] : [hold.key];
+      const removed = await Promise.all(
+        redlock.nodes.map((node) =>
+          releaseOn(host, node, scriptKeys, [...(hold.releaseAs ?? [hold.kind, hold.member]), keys.channel], grant.resources).then(
+            (n) => n > 0,
+          ),
+        ),
+      );
+      return { released: removed.filter(Boolean).length, nodes: redlock.nodes.length };
+    },
+  };
+}
+
+/** lease-release.lua on one node (see that script for KEYS and ARGV); never rejects: a failure is reported and counts 0. */
+export function releaseOn(
+  host: PrimitiveHost,
+  node: RedisNode,
+  keys: readonly string[],
+  args: readonly string[],
+  resources: readonly string[],
+): Promise<number> {
+  return node.run(scripts.leaseRelease, keys, args, host.redlock.options.nodeTimeout).then(Number, (error: Error) => {
+    host.reportNodeError(node, error, 'release', resources);
+    return 0;
+  });
+}
+
+function parseReply(reply: unknown, node: RedisNode): Reply {
+  if (!Array.isArray(reply) || reply.length < 6)
+    throw new NodeError(node.name, `unexpected acquire script reply: ${JSON.stringify(reply)}`);
+  const [ok, value, epoch, age, nodeTrusted, resourcesTrusted, slot] = reply as unknown[];
+  const state: NodeState = {
+    epoch: String(epoch),
+    age: Number(age),
+    nodeTrusted: Number(nodeTrusted) === 1,
+    resourcesTrusted: Number(resourcesTrusted) === 1,
+  };
+  if (Number(ok) !== 1) return { kind: 'held', retryAfter: Number(value), ...state };
+  const text = String(value);
+  if (!/^\d+$/.test(text))
+    throw new NodeError(node.name, `fence counter is not a non-negative integer: ${JSON.stringify(text.slice(0, 40))}`);
+  return { kind: 'granted', fence: BigInt(text), slot: slot === undefined || slot === null ? '' : String(slot), ...state };
+}
+
+/** How one primitive's acquire call runs its rounds. */
+export interface HoldRequest {
+  readonly keys: NameKeys;
+  /** the rounds of one call, with its token and options (`timeout > 0`: it may wait, and a writer then registers its intent) */
+  round(token: string, o: ResolvedAcquire): Round;
+  /** the call gave up (timeout, abort, QuorumError): undo what its rounds left behind, e.g. a writer's intent */
+  giveUp?(token: string): Promise<void>;
+}
+
+/** acquire(): rounds until one succeeds, waiting between them for a release notification or the backoff. */
+export async function acquireHold(host: PrimitiveHost, request: HoldRequest, opts: AcquireOptions | undefined): Promise<Lock> {
+  return hold(host, request, resolveAcquireOptions(opts, host.redlock.options));
+}
+
+async function hold(host: PrimitiveHost, request: HoldRequest, o: ResolvedAcquire): Promise<Lock> {
+  host.closing.throwIfAborted();
+  const signal = o.signal ? AbortSignal.any([o.signal, host.closing]) : host.closing;
+  signal.throwIfAborted();
+  const token = Redlock.newToken();
+  const { grant, attempts, waited } = await waitRounds(host, request, token, o, signal);
+  const lock = new Lock(host.lockHost, grant);
+  if (host.closing.aborted) {
+    await lock.release();
+    throw host.closing.reason;
+  }
+  if (o.autoExtend) lock.keepAlive(o.maxHold);
+  host.track(lock);
+  host.lockHost.emit('acquired', { resources: grant.resources, fence: grant.fence, value: grant.token, attempts, waited });
+  return lock;
+}
+
+/** tryAcquire(): one round; null when held, QuorumError when nodes failed. */
+export async function tryHold(host: PrimitiveHost, request: HoldRequest, opts: unknown): Promise<Lock | null> {
+  const o = { ...resolveAcquireOptions(opts, host.redlock.options), timeout: 0 };
+  try {
+    return await hold(host, request, o);
+  } catch (error) {
+    if (error instanceof LockError && error.code === 'ACQUIRE_TIMEOUT') return null;
+    throw error;
+  }
+}
+
+/** withLock for a hold: acquire, keep extended while `fn` runs, always release; LockLostError if it was lost meanwhile. */
+export async function withHold<T>(
+  host: PrimitiveHost,
+  request: HoldRequest,
+  fn: (lock: Lock) => Promise<T> | T,
+  opts: WithLockOptions | undefined,
+): Promise<T> {
+  const o = resolveWithLockOptions(opts, host.redlock.options);
+  if (typeof fn !== 'function') throw new InvalidArgumentError('a function to run while holding is required');
+  const lock = await hold(host, request, o);
+  let result: T;
+  try {
+    result = await fn(lock);
+  } finally {
+    await lock.release();
+  }
+  if (lock.lostError) throw lock.lostError;
+  return result;
+}
+
+async function waitRounds(
+  host: PrimitiveHost,
+  request: HoldRequest,
+  token: string,
+  o: ResolvedAcquire,
+  signal: AbortSignal,
+): Promise<{ grant: Grant; attempts: number; waited: number }> {
+  const name = request.keys.name;
+  const started = monotonicNow();
+  const deadline = started + o.timeout;
+  const waits = o.timeout > 0;
+  const round = request.round(token, o);
+  let inFlight: Promise<unknown> = Promise.resolve();
+  const once = (): Promise<Attempt> => {
+    const work = quorumRound(host, round);
+    inFlight = work.catch(() => undefined);
+    return guard(host.redlock, work, signal);
+  };
+  // Any release of this name may free what we wait for: every notification wakes us.
+  const wakeup = new Wakeup(undefined);
+  const channels = [request.keys.channel];
+  const listen = (): Watch => host.notifications.watch(channels, (node) => wakeup.notify(node, ANYONE));
+  // Already subscribed here: listen before the first round, so that no release can slip by.
+  let watch = waits && host.notifications.isReady(channels) ? listen() : undefined;
+  let attempts = 0;
+  let retries = 0;
+  let noQuorumBefore = false;
+  try {
+    // Bounded: every pass makes one round and then sleeps, stops at the deadline, or goes again at once
+    // (after a first no-quorum round, or right after subscribing), never twice in a row.
+    for (;;) {
+      attempts++;
+      const last = await once();
+      if (last.kind === 'acquired') return { grant: last.grant, attempts, waited: monotonicNow() - started };
+      if (last.kind === 'no-quorum') {
+        // One stall of this process longer than nodeTimeout should not fail a call with time left: one more round at once.
+        if (!waits || noQuorumBefore || monotonicNow() >= deadline)
+          throw new QuorumError([name], 'acquire', last.successes, last.needed, last.failures);
+        noQuorumBefore = true;
+        continue;
+      }
+      noQuorumBefore = false;
+      const why = last.kind === 'expired' ? 'a quorum answered, but too slowly to leave any validity' : 'held by others';
+      if (!waits || monotonicNow() >= deadline) throw new LockTimeoutError([name], o.timeout, why);
+      if (!watch) {
+        // A release may have come between the round and the subscription: go again once it is in place.
+        watch = listen();
+        await guard(host.redlock, watch.ready, signal);
+        wakeup.reset();
+        continue;
+      }
+      const left = deadline - monotonicNow();
+      const backoff = backoffDelay(o.retry, retries++);
+      const delay = last.kind === 'busy' ? Math.min(backoff, last.retryAfter + 1, left) : Math.min(backoff, left);
+      const reason = await wakeup.wait(delay, last.kind === 'busy' ? last.busyNodes : 1, signal);
+      if (monotonicNow() >= deadline) throw new LockTimeoutError([name], o.timeout, why);
+      host.lockHost.emit('retry', { resources: [name], attempt: retries, reason, waited: monotonicNow() - started });
+      wakeup.reset();
+    }
+  } catch (error) {
+    const giveUp = request.giveUp;
+    if (giveUp) void inFlight.then(() => giveUp(token));
+    throw error;
+  } finally {
+    watch?.stop();
+  }
+}

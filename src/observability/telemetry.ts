@@ -1,0 +1,93 @@
+// What the LockManager calls to feed metrics and diagnostics channels. It sees
+// the same facts as the manager's events: lock events pass through `event()`;
+// only what the events cannot tell (the outcome and duration of a failed
+// acquire, when a held lock ends, failed extension rounds) has its own hook.
+import { monotonicNow } from '../clock.js';
+import type { LockEventName, LockEvents } from '../events.js';
+import type { Lock } from '../lock.js';
+import { publishLockEvent, traceAcquire } from './diagnostics.js';
+import { meterProviderOption } from './meter-provider.js';
+import { LockMetrics, type AcquireMethod, type AcquireOutcome, type ExtensionFailure } from './metrics.js';
+import { acquireFailure } from './outcome.js';
+
+/** What an acquire is asked for, as far as observability reports it. */
+export interface AcquireRequest {
+  readonly ttl: number;
+  readonly timeout: number;
+  readonly signal: AbortSignal | undefined;
+}
+
+export class Telemetry {
+  readonly #metrics: LockMetrics;
+  readonly #heldSince = new WeakMap<Lock, number>();
+
+  /** `options` are the manager's raw options: only `meterProvider` is read (and checked) here. */
+  constructor(options: unknown) {
+    this.#metrics = new LockMetrics(meterProviderOption(options));
+  }
+
+  /** Times and traces one acquire call; `run` resolves null only for a tryAcquire that found the lock busy. */
+  acquire<T extends Lock | null>(
+    method: AcquireMethod,
+    resources: readonly string[],
+    request: AcquireRequest,
+    run: () => Promise<T>,
+  ): Promise<T> {
+    this.#metrics.acquireStarted();
+    const started = monotonicNow();
+    return traceAcquire(
+      () => ({ method, resources, ttl: request.ttl, timeout: request.timeout }),
+      async (context) => {
+        let outcome: AcquireOutcome = 'error';
+        try {
+          const result = await run();
+          outcome = result === null ? 'busy' : 'acquired';
+          return result;
+        } catch (error) {
+          outcome = acquireFailure(error, request.signal);
+          throw error;
+        } finally {
+          if (context) context.outcome = outcome;
+          this.#metrics.acquireEnded(method, outcome, (monotonicNow() - started) / 1000);
+        }
+      },
+    );
+  }
+
+  /** A lock starts being held (right before its 'acquired' event). */
+  lockAcquired(lock: Lock): void {
+    this.#heldSince.set(lock, monotonicNow());
+    this.#metrics.lockHeld();
+  }
+
+  /** A held lock ended, released or lost: called exactly once per lock that lockAcquired saw. */
+  lockEnded(lock: Lock): void {
+    const since = this.#heldSince.get(lock);
+    if (since === undefined) return;
+    this.#heldSince.delete(lock);
+    this.#metrics.lockEnded(lock.lostError ? 'lost' : 'released', (monotonicNow() - since) / 1000);
+  }
+
+  extensionFailed(outcome: ExtensionFailure): void {
+    this.#metrics.extensionFailed(outcome);
+  }
+
+  /** Every manager event passes through here, with the payload its listeners get. */
+  event<E extends LockEventName>(event: E, payload: LockEvents[E][0]): void {
+    switch (event) {
+      case 'retry':
+        this.#metrics.retried((payload as LockEvents['retry'][0]).reason);
+        break;
+      case 'nodeError': {
+        const { node, operation, error } = payload as LockEvents['nodeError'][0];
+        this.#metrics.nodeError(node, operation, error);
+        break;
+      }
+      case 'released':
+      case 'extended':
+      case 'lost':
+        publishLockEvent(event as 'released' | 'extended' | 'lost', payload as LockEvents['released' | 'extended' | 'lost'][0]);
+        break;
+    }
+  }
+}

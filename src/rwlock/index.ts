@@ -1,0 +1,1 @@
+export { ReadWriteLock } from './read-write-lock.js';

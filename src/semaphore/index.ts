@@ -1,0 +1,1 @@
+export { Semaphore, type SemaphoreOptions } from './semaphore.js';
