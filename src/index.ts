@@ -31,5 +31,6 @@ export type {
   RetryOptions,
   RestartQuarantine,
   ResolvedManagerOptions,
+  WaitForReplicas,
   ResolvedRetry,
 } from './options.js';

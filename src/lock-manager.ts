@@ -85,6 +85,10 @@ export class LockManager {
     this.#options = resolveManagerOptions(options);
     this.#telemetry = new Telemetry(options);
     this.#nodes = toNodes(clients);
+    if (this.#options.waitForReplicas && this.#nodes.some((n) => !n.canWaitForReplicas))
+      throw new InvalidArgumentError(
+        'waitForReplicas needs to send WAIT to the master of each key: not possible through an ioredis Cluster client (use node-redis createCluster, or standalone primaries)',
+      );
     this.#redlock = new Redlock(this.#nodes, this.#options, (node, error, operation, resources) =>
       this.#emit('nodeError', { node: node.name, error, operation, resources }),
     );

@@ -28,6 +28,18 @@ export interface LockManagerOptions {
   keyPrefix?: string;
   /** see the API contract: 'observed' (default), a number of ms (strict), or false */
   restartQuarantine?: RestartQuarantine;
+  /**
+   * Primaries with replicas: a node's grant counts only once `replicas` of its replicas confirmed the
+   * lock write (`WAIT replicas timeout` right after the acquire script). Default false (no WAIT).
+   */
+  waitForReplicas?: WaitForReplicas | false;
+}
+
+export interface WaitForReplicas {
+  /** replicas that must have the write (at least 1) */
+  replicas: number;
+  /** ms to wait for them, per node (WAIT's timeout); counts against the lease like any other delay */
+  timeout: number;
 }
 
 export interface AcquireOptions {
@@ -65,6 +77,7 @@ export interface ResolvedManagerOptions {
   readonly retry: ResolvedRetry;
   readonly keyPrefix: string;
   readonly restartQuarantine: RestartQuarantine;
+  readonly waitForReplicas: Readonly<WaitForReplicas> | false;
 }
 
 export const DEFAULTS: ResolvedManagerOptions = Object.freeze({
@@ -75,6 +88,7 @@ export const DEFAULTS: ResolvedManagerOptions = Object.freeze({
   retry: Object.freeze({ minDelay: 25, maxDelay: 1_000, factor: 2, jitter: 'full' as const }),
   keyPrefix: 'fencelock:',
   restartQuarantine: 'observed' as const,
+  waitForReplicas: false as const,
 });
 
 const MAX_TTL = 2 ** 31 - 1;
@@ -100,6 +114,7 @@ export function resolveManagerOptions(opts: unknown): ResolvedManagerOptions {
     retry: resolveRetry(o.retry, DEFAULTS.retry),
     keyPrefix: o.keyPrefix === undefined ? DEFAULTS.keyPrefix : checkPrefix(o.keyPrefix),
     restartQuarantine: o.restartQuarantine === undefined ? DEFAULTS.restartQuarantine : checkQuarantine(o.restartQuarantine),
+    waitForReplicas: checkWaitForReplicas(o.waitForReplicas, ttl),
   });
 }
 
@@ -245,4 +260,14 @@ export function show(v: unknown): string {
   if (Array.isArray(v)) return 'an array';
   if (typeof v === 'function') return 'a function';
   return `an object (${(v as object).constructor?.name ?? 'Object'})`;
+}
+
+function checkWaitForReplicas(v: unknown, ttl: number): Readonly<WaitForReplicas> | false {
+  if (v === undefined || v === false) return false;
+  const o = plainObject(v, 'waitForReplicas');
+  const replicas = checkPositiveInteger(o.replicas, 'waitForReplicas.replicas');
+  const timeout = checkPositiveInteger(o.timeout, 'waitForReplicas.timeout');
+  if (timeout >= ttl / 3)
+    throw new InvalidArgumentError(`waitForReplicas.timeout (${timeout}) must be < ttl / 3 (${ttl / 3}): it is spent from the lease`);
+  return Object.freeze({ replicas, timeout });
 }

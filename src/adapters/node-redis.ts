@@ -100,6 +100,9 @@ export class NodeRedisDriver implements ClientDriver {
     return () => this.client.removeListener('ready', listener);
   }
 
+  readonly sendRouted = (routingKey: string, args: readonly string[]): Promise<unknown> =>
+    this.client.sendCommand(routingKey, false, [...args]);
+
   send(args: readonly string[]): Promise<unknown> {
     if (!this.isCluster) return this.client.sendCommand([...args]);
     // EVAL/EVALSHA: args[2] is numkeys, args[3] the first key, which picks the slot.

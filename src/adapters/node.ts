@@ -10,6 +10,7 @@ import type { ClientDriver, RedisNode, Script } from './types.js';
 export class DriverNode implements RedisNode {
   readonly name: string;
   readonly isCluster: boolean;
+  readonly canWaitForReplicas: boolean;
   onConnectionError?: (error: Error) => void;
   private lastError: Error | undefined;
   private everReady = false;
@@ -20,6 +21,7 @@ export class DriverNode implements RedisNode {
   constructor(private readonly driver: ClientDriver) {
     this.name = driver.name;
     this.isCluster = driver.isCluster;
+    this.canWaitForReplicas = !driver.isCluster || driver.sendRouted !== undefined;
     // A client the user connected before handing it over gets no first-connect grace: a dead node fails fast.
     this.everReady = driver.state() === 'ready';
     if (!this.everReady) driver.whenReady(() => (this.everReady = true));
@@ -47,6 +49,18 @@ export class DriverNode implements RedisNode {
       // The node restarted or its script cache was flushed: EVAL sends the body and caches it again.
       return this.bounded(() => this.driver.send(['EVAL', script.source, ...tail]), deadline, timeoutMs, what);
     }
+  }
+
+  waitForReplicas(routingKey: string, replicas: number, waitMs: number, requested: number): Promise<number> {
+    const timeoutMs = this.allowFor(requested, requested) + waitMs;
+    const args = ['WAIT', String(replicas), String(waitMs)];
+    const send = (): Promise<unknown> => {
+      if (!this.isCluster) return this.driver.send(args);
+      if (!this.driver.sendRouted)
+        return Promise.reject(new NodeError(this.name, 'WAIT cannot be routed to a key’s master with this Cluster client'));
+      return this.driver.sendRouted(routingKey, args);
+    };
+    return this.bounded(send, performance.now() + timeoutMs, timeoutMs, 'WAIT').then(Number);
   }
 
   subscribe(channel: string, onMessage: (message: string) => void, requested: number): Promise<void> {

@@ -21,6 +21,8 @@ export interface RedisNode {
   readonly name: string;
   /** A Cluster client: keys of one call must share a slot. */
   readonly isCluster: boolean;
+  /** WAIT can reach the master that holds our keys (not through an ioredis Cluster client). */
+  readonly canWaitForReplicas: boolean;
   /**
    * EVALSHA, falling back to EVAL when the node answers NOSCRIPT. A connection
    * that has never been ready may take `firstConnectMs` (default: timeoutMs)
@@ -28,6 +30,11 @@ export interface RedisNode {
    * sign of dead nodes.
    */
   run(script: Script, keys: readonly string[], args: readonly string[], timeoutMs: number, firstConnectMs?: number): Promise<unknown>;
+  /**
+   * `WAIT replicas waitMs` on the connection the scripts run on (for a Cluster client: the connection to
+   * the master that serves `routingKey`). Resolves with how many replicas acknowledged our writes.
+   */
+  waitForReplicas(routingKey: string, replicas: number, waitMs: number, timeoutMs: number): Promise<number>;
   /** Subscribe on a separate connection that this node owns; `onMessage` gets each message's payload. */
   subscribe(channel: string, onMessage: (message: string) => void, timeoutMs: number): Promise<void>;
   unsubscribe(channel: string): Promise<void>;
@@ -47,6 +54,8 @@ export interface ClientDriver {
   whenReady(callback: () => void): () => void;
   /** Sends a command as an array of arguments, e.g. ['EVALSHA', sha, '1', key, ...]. */
   send(args: readonly string[]): Promise<unknown>;
+  /** Sends a keyless command to the node that serves `routingKey` (a Cluster); undefined: not possible with this client. */
+  readonly sendRouted?: (routingKey: string, args: readonly string[]) => Promise<unknown>;
   subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
   unsubscribe(channel: string): Promise<void>;
   /** Connection errors, for diagnostics: the last one goes into timeout messages. */

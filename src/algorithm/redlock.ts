@@ -3,7 +3,7 @@ import type { RedisNode } from '../adapters/index.js';
 import { monotonicNow } from '../clock.js';
 import { NodeError, type NodeFailure } from '../errors.js';
 import { keysFor, markerKey, type ResourceKeys } from '../keys.js';
-import { driftOf, type ResolvedManagerOptions } from '../options.js';
+import { driftOf, type ResolvedManagerOptions, type WaitForReplicas } from '../options.js';
 import { scripts } from '../scripts/index.js';
 import { ExtendBatcher, type NodeExtendReply } from './extend-batch.js';
 import { Quarantine } from './quarantine.js';
@@ -209,6 +209,7 @@ export class Redlock {
       return node
         .run(scripts.acquire, keyArgs(i), args, this.options.nodeTimeout, firstConnect)
         .then((reply) => parseAcquireReply(arrayReply(reply, 6, node, 'acquire'), node))
+        .then((reply) => (reply.kind === 'granted' && this.options.waitForReplicas ? this.replicated(i, keys, reply) : reply))
         .then(undefined, (error: Error): AcquireReply => {
           this.lastFailure[i] = monotonicNow();
           return { kind: 'error', error };
@@ -282,6 +283,18 @@ export class Redlock {
     }
     if (winners.length < this.quorum) return { kind: 'no-quorum', successes: winners.length, needed: this.quorum, failures };
     return { kind: 'expired' };
+  }
+
+  /**
+   * waitForReplicas: a grant counts only once enough replicas of that node have the write. Otherwise it
+   * is that node's error (its key is released with the others' when the round fails).
+   */
+  private async replicated(i: number, keys: readonly ResourceKeys[], reply: AcquireReply): Promise<AcquireReply> {
+    const { replicas, timeout } = this.options.waitForReplicas as WaitForReplicas;
+    const node = this.nodes[i] as RedisNode;
+    const acked = await node.waitForReplicas((keys[0] as ResourceKeys).lock, replicas, timeout, this.options.nodeTimeout);
+    if (acked >= replicas) return reply;
+    throw new NodeError(node.name, `only ${acked} of ${replicas} replicas confirmed the lock within ${timeout} ms (waitForReplicas)`);
   }
 
   /**
