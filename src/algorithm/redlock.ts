@@ -115,6 +115,12 @@ const randomHex = (n: number): string => randomSlice(n).toString('hex');
 
 export class Redlock {
   readonly quorum: number;
+  /**
+   * Starts every owner token this manager's mutex waiters use, so that a release can address the process
+   * of the waiter whose turn it is: it publishes on `<channel>:<managerId>`, which only that manager
+   * listens to (see release.lua). 48 random bits, base64url: 8 characters.
+   */
+  readonly managerId = randomSlice(6).toString('base64url');
   private readonly marker: string;
   private readonly quarantine: Quarantine;
   /** node indexes sorted by address: every process picks the same leader whatever order it lists the nodes in */
@@ -164,6 +170,16 @@ export class Redlock {
   static newToken(): string {
     // 144 random bits: unguessable, and never equal to another holder's.
     return randomSlice(18).toString('base64url');
+  }
+
+  /** A mutex owner token: this manager's id, then 144 random bits. */
+  waiterToken(): string {
+    return this.managerId + Redlock.newToken();
+  }
+
+  /** The channel on which releases of these resources wake this manager's waiters (their turn has come). */
+  managerChannel(channel: string): string {
+    return `${channel}:${this.managerId}`;
   }
 
   /**
@@ -323,25 +339,33 @@ export class Redlock {
       const needed = count.bootstrap || (r.kind === 'granted' && r.fence < fence) || !(r.nodeTrusted || r.resourcesTrusted);
       return needed ? [{ i, r }] : [];
     });
-    const repaired = new Set<number>();
-    await Promise.all(
-      repair.map(({ i, r }) => {
-        const node = this.nodes[i] as RedisNode;
-        const fenceKeys = [...keys.map((k) => k.fence), this.markerFor(i, keys)];
-        return node
-          .run(scripts.raiseFence, fenceKeys, [fence.toString(), r.epoch, count.bootstrap ? '1' : '0'], this.options.nodeTimeout)
-          .then((ok) => {
-            if (Number(ok) !== 1) throw new NodeError(node.name, 'lost its data during the acquire (fence write-back refused)');
-            repaired.add(i);
-          })
-          .catch((error: Error) => {
-            failures.push({ node: node.name, error });
-            this.reportNodeError(node, error, 'fence write-back', resources);
-          });
-      }),
-    );
     const needsRepair = new Set(repair.map(({ i }) => i));
-    const confirmed = count.counted.filter((i) => !needsRepair.has(i) || repaired.has(i));
+    // The fence only has to reach a quorum: if enough counted nodes already hold it, nodes that merely lag
+    // (they answered "held" last time, so missed an increment) are raised in the background, which saves
+    // a round trip on most contended acquires. Repairs of trust (bootstrap, untrusted counters) are awaited.
+    const atFence = count.counted.filter((i) => !needsRepair.has(i)).length;
+    const lagOnly = (r: AcquireReply): boolean => !count.bootstrap && r.kind === 'granted' && (r.nodeTrusted || r.resourcesTrusted);
+    const lazy = atFence >= this.quorum ? repair.filter(({ r }) => lagOnly(r)) : [];
+    const lazySet = new Set(lazy.map(({ i }) => i));
+    const repaired = new Set<number>();
+    const raise = ({ i, r }: { i: number; r: AcquireReply }): Promise<void> => {
+      const node = this.nodes[i] as RedisNode;
+      const fenceKeys = [...keys.map((k) => k.fence), this.markerFor(i, keys)];
+      const epoch = r.kind === 'error' ? '' : r.epoch;
+      return node
+        .run(scripts.raiseFence, fenceKeys, [fence.toString(), epoch, count.bootstrap ? '1' : '0'], this.options.nodeTimeout)
+        .then((ok) => {
+          if (Number(ok) !== 1) throw new NodeError(node.name, 'lost its data during the acquire (fence write-back refused)');
+          repaired.add(i);
+        })
+        .catch((error: Error) => {
+          failures.push({ node: node.name, error });
+          this.reportNodeError(node, error, 'fence write-back', resources);
+        });
+    };
+    for (const lagging of lazy) void raise(lagging);
+    await Promise.all(repair.filter(({ i }) => !lazySet.has(i)).map(raise));
+    const confirmed = count.counted.filter((i) => !needsRepair.has(i) || lazySet.has(i) || repaired.has(i));
     const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
     if (confirmed.length < this.quorum || validUntil <= monotonicNow()) return undefined;
     const epochs = this.nodes.map((_, i) => {

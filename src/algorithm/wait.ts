@@ -61,7 +61,7 @@ export async function acquireWaiting(
   onRetry: (info: RetryInfo) => void,
 ): Promise<WaitResult> {
   signal?.throwIfAborted();
-  const token = Redlock.newToken();
+  const token = redlock.waiterToken();
   const started = monotonicNow();
   const deadline = started + opts.timeout;
   const waits = opts.timeout > 0;
@@ -87,7 +87,10 @@ export async function acquireWaiting(
   };
 
   const wakeup = new Wakeup(opts.fair ? token : undefined);
-  const channels = redlock.keys(resources).map((k) => k.channel);
+  const released = redlock.keys(resources).map((k) => k.channel);
+  // Fair waiters are woken on this manager's own channel when their turn comes; '*' (nobody queued,
+  // a forced release) goes to the shared one, which unfair waiters listen to alone.
+  const channels = opts.fair ? [...released, ...released.map((c) => redlock.managerChannel(c))] : released;
   const listen = (): Watch => notifications.watch(channels, (node, message) => wakeup.notify(node, message));
   // Already subscribed in this process (others wait here too): listen before the first attempt, so that
   // no release between the attempt and the wait can slip by, and no extra attempt is needed.

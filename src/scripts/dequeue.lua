@@ -12,8 +12,8 @@ for i = 1, n do
     left = left + 1
     redis.call('ZREM', KEYS[2 * n + i], ARGV[1])
     if was_first and not redis.call('GET', KEYS[i]) then
-      local head = redis.call('ZRANGE', q, 0, 0)
-      if head[1] then redis.call('PUBLISH', ARGV[i + 1], head[1]) end
+      local head = redis.call('ZRANGE', q, 0, 0)[1]
+      if head then redis.call('PUBLISH', ARGV[i + 1] .. ':' .. string.sub(head, 1, 8), head) end
     end
   end
 end

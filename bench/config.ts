@@ -1,0 +1,69 @@
+// Every knob of the benchmark in one place: the same values for every library.
+import type { Mode, ProfileName, WorkloadId, WorkloadSettings } from './types.js';
+
+/** Lease of every acquire in W1-W4, all libraries. */
+export const TTL = 10_000;
+/** Longest any acquire waits before giving up (libraries that count attempts get enough to cover it). */
+export const ACQUIRE_TIMEOUT = 10_000;
+/** The retry delay while waiting, for every library that has one. */
+export const RETRY_DELAY = 10;
+/** Attempts for libraries that count attempts instead of time: >= ACQUIRE_TIMEOUT / RETRY_DELAY. */
+export const RETRY_COUNT = Math.ceil(ACQUIRE_TIMEOUT / RETRY_DELAY);
+/** fencelock's per-node request timeout (its default). */
+export const NODE_TIMEOUT = 200;
+export const DRIFT_FACTOR = 0.01;
+
+export const NODE_COUNT = 5;
+export const MODES: readonly Mode[] = ['single', 'redlock5'];
+export const MODE_LABEL: Record<Mode, string> = { single: 'single node', redlock5: '5 nodes (Redlock)' };
+export const WORKLOADS: readonly WorkloadId[] = ['W1', 'W2', 'W3', 'W4', 'W5'];
+
+export interface Profile {
+  /** sequential acquire+release pairs per process before any measurement (loads scripts, warms the JIT) */
+  warmupPairs: number;
+  w1: WorkloadSettings['W1'];
+  w2: WorkloadSettings['W2'];
+  /** drainMs: how long callers still waiting at the end of the window are followed (full: until their acquire times out) */
+  w3: WorkloadSettings['W3'];
+  w4: WorkloadSettings['W4'];
+  w5: WorkloadSettings['W5'];
+  /** a cell process still running after this is killed and the cell marked failed */
+  cellTimeoutMs: Record<WorkloadId, number>;
+}
+
+const DRAIN_MS = ACQUIRE_TIMEOUT + 2_000; // callers still waiting at the end of W3/W4: followed until their acquire times out
+
+export const PROFILES: Record<ProfileName, Profile> = {
+  full: {
+    warmupPairs: 200,
+    w1: { warmup: 1_000, ops: 2_000 },
+    w2: { callers: 64, durationMs: 3_000 },
+    w3: { callers: 16, holdMs: 1, durationMs: 4_000, drainMs: DRAIN_MS },
+    w4: { processes: 4, callersPerProcess: 4, holdMs: 1, durationMs: 4_000, drainMs: DRAIN_MS },
+    // ttl 3 s, held 5 s: every library's auto-extension fires at least once during the hold
+    w5: { locks: 10_000, ttl: 3_000, holdMs: 5_000, concurrency: 256 },
+    cellTimeoutMs: { W1: 60_000, W2: 40_000, W3: 40_000 + DRAIN_MS, W4: 60_000 + DRAIN_MS, W5: 120_000 },
+  },
+  quick: {
+    warmupPairs: 3,
+    w1: { warmup: 5, ops: 30 },
+    w2: { callers: 4, durationMs: 100 },
+    w3: { callers: 4, holdMs: 1, durationMs: 150, drainMs: 1_000 },
+    w4: { processes: 2, callersPerProcess: 2, holdMs: 1, durationMs: 150, drainMs: 1_000 },
+    w5: { locks: 50, ttl: 2_000, holdMs: 100, concurrency: 50 }, // ttl over 1.25 s: redlock-universal extends non-stop below
+    cellTimeoutMs: { W1: 30_000, W2: 30_000, W3: 30_000, W4: 40_000, W5: 30_000 },
+  },
+};
+
+/** Settings common to every library, as recorded in the results. */
+export function commonSettings(): Record<string, unknown> {
+  return {
+    ttlMs: TTL,
+    acquireTimeoutMs: ACQUIRE_TIMEOUT,
+    retryDelayMs: RETRY_DELAY,
+    retryCountWhereCounted: RETRY_COUNT,
+    driftFactor: DRIFT_FACTOR,
+    nodes: NODE_COUNT,
+    modes: MODE_LABEL,
+  };
+}

@@ -1,0 +1,32 @@
+// The libraries under test, in table order. Adapters are imported on demand, so a cell process loads only its own.
+import type { LibraryContext, LibraryModule, LockLibrary } from '../types.js';
+
+export interface LibraryEntry {
+  id: string;
+  /** npm package whose version is recorded (bench/node_modules, else the root's) */
+  pkg: string;
+  /** has auto-extension: takes part in W5 */
+  autoExtend: boolean;
+  load(): Promise<LibraryModule>;
+}
+
+export const LIBRARIES: readonly LibraryEntry[] = [
+  { id: 'fencelock/ioredis', pkg: 'fencelock', autoExtend: true, load: () => import('./fencelock-ioredis.js') },
+  { id: 'fencelock/node-redis', pkg: 'fencelock', autoExtend: true, load: () => import('./fencelock-node-redis.js') },
+  { id: 'raw-floor', pkg: 'ioredis', autoExtend: false, load: () => import('./raw-floor.js') },
+  { id: 'redlock@4', pkg: 'redlock-v4', autoExtend: false, load: () => import('./redlock-v4.js') },
+  { id: 'redlock@5-beta', pkg: 'redlock-v5', autoExtend: true, load: () => import('./redlock-v5.js') },
+  { id: '@sesamecare-oss/redlock', pkg: '@sesamecare-oss/redlock', autoExtend: true, load: () => import('./sesamecare-redlock.js') },
+  { id: 'redis-semaphore', pkg: 'redis-semaphore', autoExtend: true, load: () => import('./redis-semaphore.js') },
+  { id: 'redlock-universal', pkg: 'redlock-universal', autoExtend: true, load: () => import('./redlock-universal.js') },
+];
+
+export function libraryEntry(id: string): LibraryEntry {
+  const entry = LIBRARIES.find((l) => l.id === id);
+  if (!entry) throw new Error(`unknown library ${id}; known: ${LIBRARIES.map((l) => l.id).join(', ')}`);
+  return entry;
+}
+
+export async function createLibrary(id: string, ctx: LibraryContext): Promise<LockLibrary> {
+  return (await libraryEntry(id).load()).create(ctx);
+}

@@ -1,0 +1,146 @@
+// `npm run bench`: starts five redis-server nodes, runs every (workload, library, mode) cell in a fresh process on
+// them, and writes the JSON, the docs page and the chart. See docs/benchmarks.md and `--help`.
+import { startRedisNodes } from '../src/testing/index.js';
+import { parseArgs } from './args.js';
+import { commonSettings, MODE_LABEL, NODE_COUNT, PROFILES } from './config.js';
+import { LIBRARIES, libraryEntry } from './libraries/index.js';
+import { fencelockCommit, machineInfo, packageVersion } from './machine.js';
+import { RedisAdmin } from './redis-admin.js';
+import { firstLine, num } from './report/format.js';
+import { workloadTable } from './report/markdown.js';
+import { writeOutputs } from './report/write.js';
+import { killCurrentCell, runCell } from './spawn-cell.js';
+import type { CellResult, CellSpec, RunReport } from './types.js';
+
+const HEADLINE: Record<string, Array<[string, string]>> = {
+  W1: [
+    ['pairP50Ms', 'p50 ms'],
+    ['pairP99Ms', 'p99 ms'],
+  ],
+  W2: [['pairsPerSec', 'pairs/s']],
+  W3: [
+    ['acqPerSec', 'acq/s'],
+    ['waitP99Ms', 'wait p99 ms'],
+    ['jain', 'Jain'],
+  ],
+  W4: [
+    ['acqPerSec', 'acq/s'],
+    ['waitP99Ms', 'wait p99 ms'],
+    ['jain', 'Jain'],
+  ],
+  W5: [
+    ['heapBytesPerLock', 'heap B/lock'],
+    ['eventLoopDelayP99Ms', 'ELD p99 ms'],
+  ],
+};
+
+function headline(c: CellResult): string {
+  const where = `${c.workload} ${MODE_LABEL[c.mode].padEnd(17)} ${c.library.padEnd(24)}`;
+  if (c.status !== 'ok') return `${where} ${c.status}${c.error ? `: ${firstLine(c.error, 120)}` : ''}`;
+  const metrics = (HEADLINE[c.workload] ?? []).map(([k, label]) => `${label} ${num(c.metrics?.[k])}`);
+  const extra = [`cmds/op ${num(c.commands?.perOp)}`, `CPU µs/op ${num(c.cpu?.perOpUs)}`, ...(c.errors ? [`errors ${c.errors}`] : [])];
+  return `${where} ${[...metrics, ...extra].join('  ')}  (${(c.wallMs / 1000).toFixed(1)} s)`;
+}
+
+function commandLine(argv: readonly string[]): string {
+  const extra = argv.join(' ');
+  if (process.env.npm_lifecycle_event === 'bench') return `npm run bench${extra ? ` -- ${extra}` : ''}`;
+  return `node --import tsx bench/run.ts${extra ? ` ${extra}` : ''}`;
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const args = parseArgs(argv);
+  const profile = PROFILES[args.profile];
+  const started = performance.now();
+  const startedAt = new Date();
+  const libs = args.libraries.map(libraryEntry);
+  const settings: RunReport['settings'] = {
+    common: commonSettings(),
+    workloads: { profile: args.profile, W1: profile.w1, W2: profile.w2, W3: profile.w3, W4: profile.w4, W5: profile.w5 },
+    libraries: Object.fromEntries(await Promise.all(libs.map(async (l) => [l.id, (await l.load()).settings] as const))),
+  };
+  console.log(
+    `fencelock benchmark, ${args.profile} profile: ${args.workloads.join(' ')} x ${libs.length} libraries x ${args.modes.length} modes`,
+  );
+  console.log(JSON.stringify(settings, null, 2));
+
+  // until our handlers are installed, a Ctrl-C is handled by fencelock/testing, which kills the nodes itself
+  const nodes = await startRedisNodes(NODE_COUNT);
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    console.error(`\n${signal}: stopping the running cell and the Redis nodes`);
+    killCurrentCell();
+    void nodes.stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  process.on('exit', killCurrentCell);
+
+  const cells: CellResult[] = [];
+  let redisVersion = 'unknown';
+  const urls = nodes.urls;
+  const admin = await RedisAdmin.connect(urls);
+  try {
+    redisVersion = await admin.redisVersion();
+    for (const workload of args.workloads) {
+      for (const mode of args.modes) {
+        for (const lib of libs) {
+          if (stopping) return;
+          const base = { workload, library: lib.id, mode } as const;
+          let result: CellResult;
+          if (workload === 'W5' && !lib.autoExtend) {
+            result = { ...base, status: 'n/a', wallMs: 0 };
+          } else {
+            const spec: CellSpec = { ...base, urls: mode === 'single' ? urls.slice(0, 1) : urls, statsUrls: urls, profile: args.profile };
+            try {
+              await admin.reset();
+              result = await runCell(spec, profile.cellTimeoutMs[workload]);
+            } catch (e) {
+              result = { ...base, status: 'failed', wallMs: 0, error: `could not reset the nodes: ${String(e)}` };
+            }
+          }
+          cells.push(result);
+          console.log(headline(result));
+        }
+      }
+    }
+  } finally {
+    await admin.close();
+    await nodes.stop();
+  }
+
+  const report: RunReport = {
+    date: startedAt.toISOString().slice(0, 10),
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    command: commandLine(argv),
+    profile: args.profile,
+    machine: machineInfo(redisVersion),
+    versions: Object.fromEntries(
+      [...new Set(['fencelock', 'ioredis', 'redis', ...LIBRARIES.filter((l) => args.libraries.includes(l.id)).map((l) => l.pkg)])].map(
+        (pkg) => [pkg === 'redis' ? 'node-redis (redis)' : pkg, packageVersion(pkg)],
+      ),
+    ),
+    fencelockCommit: fencelockCommit(),
+    settings,
+    cells,
+    totalMs: performance.now() - started,
+  };
+  const files = await writeOutputs(report, args.outDir);
+  console.log(`\n${args.workloads.map((w) => workloadTable(report, w)).join('\n\n')}\n`);
+  const failed = cells.filter((c) => c.status === 'failed').length;
+  console.log(
+    `${cells.length} cells, ${failed} failed, ${Math.round(report.totalMs / 1000)} s. Wrote ${files.json}, ${files.page}, ${files.chart}`,
+  );
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  },
+);

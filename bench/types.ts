@@ -1,0 +1,129 @@
+// Types shared by the orchestrator (run.ts), the cell processes (cell.ts) and the reports.
+
+export type Mode = 'single' | 'redlock5';
+export type WorkloadId = 'W1' | 'W2' | 'W3' | 'W4' | 'W5';
+export type ProfileName = 'full' | 'quick';
+
+/** What every library adapter offers a workload. A handle is whatever the library needs to release. */
+export interface LockLibrary<H = unknown> {
+  readonly name: string;
+  /** connect to the mode's nodes (node 0 alone, or all five) and build the library's lock objects */
+  setup(urls: readonly string[], mode: Mode): Promise<void>;
+  /** wait until `key` is held (the library's own retrying); rejects if its retry budget runs out */
+  acquire(key: string): Promise<H>;
+  release(handle: H): Promise<void>;
+  /** hold `key` with the library's auto-extension until `until` resolves; call `onHeld` once held; resolves after release */
+  holdWithAutoExtend?(key: string, until: Promise<void>, onHeld: () => void): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** What an adapter needs to know beyond the common settings in config.ts. */
+export interface LibraryContext {
+  /** lease of the W5 auto-extended holds (shorter than TTL, so that extensions happen) */
+  w5Ttl: number;
+}
+
+/** An adapter module: bench/libraries/<name>.ts. */
+export interface LibraryModule {
+  /** the settings the adapter configures the library with, recorded in the results */
+  settings: Record<string, unknown>;
+  create(ctx: LibraryContext): LockLibrary;
+}
+
+/** One (workload, library, mode) cell, as handed to a fresh cell process. */
+export interface CellSpec {
+  workload: WorkloadId;
+  library: string;
+  mode: Mode;
+  /** the nodes the library uses: node 0 alone (single) or all five (redlock5) */
+  urls: string[];
+  /** every node of the run: commands are counted over all of them */
+  statsUrls: string[];
+  profile: ProfileName;
+}
+
+export interface CommandCount {
+  /** calls summed over all nodes (the benchmark's own INFO calls removed) */
+  total: number;
+  perOp: number | null;
+  byCommand: Record<string, number>;
+}
+
+export interface CpuCount {
+  userUs: number;
+  systemUs: number;
+  perOpUs: number | null;
+}
+
+/** Per-caller acquisition counts under contention, and how even they are. */
+export interface Fairness {
+  callers: number;
+  perCaller: number[];
+  min: number;
+  max: number;
+  /** max / min; null when some caller never acquired (min = 0) */
+  maxMinRatio: number | null;
+  /** Jain's index (sum x)^2 / (n * sum x^2): 1 = perfectly even, 1/n = one caller got everything */
+  jain: number | null;
+}
+
+/** What a workload measured. `metrics` keys are listed per workload in bench/workloads/*.ts. */
+export interface WorkloadResult {
+  ops: number;
+  metrics: Record<string, number | null>;
+  commands: CommandCount;
+  cpu: CpuCount;
+  fairness?: Fairness;
+  /** errors the library raised during the measurement (e.g. acquire timeouts), with a sample message */
+  errors: number;
+  errorSample?: string;
+  notes?: string[];
+}
+
+export type CellStatus = 'ok' | 'failed' | 'n/a';
+
+export interface CellResult extends Partial<WorkloadResult> {
+  workload: WorkloadId;
+  library: string;
+  mode: Mode;
+  status: CellStatus;
+  error?: string;
+  /** wall time of the whole cell process, spawn to exit */
+  wallMs: number;
+}
+
+/** The workload parameters of a run (its profile's, see config.ts). */
+export interface WorkloadSettings {
+  profile: ProfileName;
+  W1: { warmup: number; ops: number };
+  W2: { callers: number; durationMs: number };
+  W3: { callers: number; holdMs: number; durationMs: number; drainMs: number };
+  W4: { processes: number; callersPerProcess: number; holdMs: number; durationMs: number; drainMs: number };
+  W5: { locks: number; ttl: number; holdMs: number; concurrency: number };
+}
+
+export interface RunReport {
+  date: string;
+  startedAt: string;
+  finishedAt: string;
+  command: string;
+  profile: ProfileName;
+  machine: {
+    platform: string;
+    arch: string;
+    cpus: number;
+    cpuModel: string;
+    memoryGiB: number;
+    node: string;
+    redis: string;
+  };
+  versions: Record<string, string>;
+  fencelockCommit: string;
+  settings: {
+    common: Record<string, unknown>;
+    workloads: WorkloadSettings;
+    libraries: Record<string, Record<string, unknown>>;
+  };
+  cells: CellResult[];
+  totalMs: number;
+}
