@@ -7,7 +7,7 @@ import { acquireWaiting } from './algorithm/wait.js';
 import { monotonicNow } from './clock.js';
 import { InvalidArgumentError, LockError, QuorumError } from './errors.js';
 import type { LockEventListener, LockEventName, LockEvents } from './events.js';
-import { Lock, type LockHost } from './lock.js';
+import { Lock, runWhileHeld, type LockHost } from './lock.js';
 import { primitiveHost, type PrimitiveHost } from './algorithm/quorum-round.js';
 import { ReadWriteLock } from './rwlock/index.js';
 import { Semaphore, type SemaphoreOptions } from './semaphore/index.js';
@@ -157,15 +157,7 @@ export class LockManager {
       const o = resolveWithLockOptions(opts, this.#options);
       if (typeof fn !== 'function') throw new InvalidArgumentError('withLock needs a function to run under the lock');
       const lock = await this.#telemetry.acquire('withLock', resources, o, () => this.#acquire(resources, o));
-      let result: T;
-      try {
-        result = await fn(lock);
-      } finally {
-        // release() never rejects: node failures go to 'nodeError' events, and each node is bounded by nodeTimeout.
-        await lock.release();
-      }
-      if (lock.lostError) throw lock.lostError;
-      return result;
+      return runWhileHeld(lock, fn);
     });
   }
 

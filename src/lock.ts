@@ -252,3 +252,19 @@ export class Lock implements AsyncDisposable, Timed {
     return Date.now() + (monotonic - monotonicNow());
   }
 }
+
+/**
+ * withLock's core, for every kind of hold: run `fn` with the lock, always release afterwards (release never
+ * rejects and is bounded by nodeTimeout), and reject with the LockLostError if the lock was lost meanwhile,
+ * even if `fn` resolved. If `fn` throws, its error wins.
+ */
+export async function runWhileHeld<T>(lock: Lock, fn: (lock: Lock) => Promise<T> | T): Promise<T> {
+  let result: T;
+  try {
+    result = await fn(lock);
+  } finally {
+    await lock.release();
+  }
+  if (lock.lostError) throw lock.lostError;
+  return result;
+}

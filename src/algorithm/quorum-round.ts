@@ -2,7 +2,7 @@ import type { RedisNode } from '../adapters/index.js';
 import { monotonicNow } from '../clock.js';
 import { InvalidArgumentError, LockError, LockTimeoutError, NodeError, QuorumError, type NodeFailure } from '../errors.js';
 import { encodeResource, markerKey } from '../keys.js';
-import { Lock, type LockHost } from '../lock.js';
+import { Lock, runWhileHeld, type LockHost } from '../lock.js';
 import {
   driftOf,
   resolveAcquireOptions,
@@ -372,15 +372,7 @@ export async function withHold<T>(
 ): Promise<T> {
   const o = resolveWithLockOptions(opts, host.redlock.options);
   if (typeof fn !== 'function') throw new InvalidArgumentError('a function to run while holding is required');
-  const lock = await hold(host, request, o);
-  let result: T;
-  try {
-    result = await fn(lock);
-  } finally {
-    await lock.release();
-  }
-  if (lock.lostError) throw lock.lostError;
-  return result;
+  return runWhileHeld(await hold(host, request, o), fn);
 }
 
 async function waitRounds(

@@ -4,10 +4,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { LockManager, type Lock, type LockManagerOptions } from '../../src/index.js';
+import type { Lock, LockManagerOptions } from '../../src/index.js';
 import { clusterKeySlot, startRedisCluster, startRedisNode, type LocalRedisCluster, type LocalRedisNode } from '../../src/testing/index.js';
 import { CLIENT_KINDS, delay, eventually } from '../support/harness.js';
-import { keysOf, Managers, nodeAdmin, resource, slotOf } from './helpers.js';
+import { contend, keysOf, Managers, nodeAdmin, resource, slotOf } from './helpers.js';
 
 // The default restartQuarantine ('observed'), with one marker per resource on a Cluster node.
 const OPTIONS: LockManagerOptions = { ttl: 3_000, nodeTimeout: 200 };
@@ -86,24 +86,7 @@ describe('one Redis Cluster as one node', () => {
       test('mutual exclusion under contention: 3 managers x 2 contenders x 8 rounds never overlap, fences grow', async () => {
         const list = await Promise.all([0, 1, 2].map(() => managers.make(kind, { ...OPTIONS, acquireTimeout: 20_000 })));
         const name = resource(`contention-${kind}`);
-        let inside = 0;
-        let overlaps = 0;
-        let shared = 0;
-        const fences: bigint[] = [];
-        const contender = async (m: LockManager): Promise<void> => {
-          for (let round = 0; round < 8; round++) {
-            await m.withLock(name, async (lock) => {
-              inside++;
-              if (inside > 1) overlaps++;
-              fences.push(lock.fence);
-              const read = shared;
-              await delay(1); // a read-modify-write with a gap: an overlap would lose an increment
-              shared = read + 1;
-              inside--;
-            });
-          }
-        };
-        await Promise.all(list.flatMap((m) => [contender(m), contender(m)]));
+        const { overlaps, shared, fences } = await contend(list, name, 8);
         assert.equal(overlaps, 0, 'no two holders at once');
         assert.equal(shared, 48, 'no lost increment');
         for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fence ${fences[i]} follows ${fences[i - 1]}`);

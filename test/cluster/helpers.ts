@@ -107,3 +107,33 @@ export async function resourceOn(cluster: LocalRedisCluster, master: LocalRedisN
 export async function reachable(manager: LockManager, name: string, timeoutMs = 10_000): Promise<void> {
   await eventually(async () => (await manager.inspect(name)).nodes.every((n) => n.error === null), timeoutMs, 50);
 }
+
+/**
+ * Two contenders per manager, `rounds` withLock rounds each, doing a read-modify-write with a gap on a shared
+ * counter: an overlap would lose an increment. Returns what a test asserts on.
+ */
+export async function contend(
+  managers: readonly LockManager[],
+  name: string,
+  rounds: number,
+): Promise<{ overlaps: number; shared: number; fences: bigint[] }> {
+  let inside = 0;
+  let overlaps = 0;
+  let shared = 0;
+  const fences: bigint[] = [];
+  const contender = async (m: LockManager): Promise<void> => {
+    for (let round = 0; round < rounds; round++) {
+      await m.withLock(name, async (lock) => {
+        inside++;
+        if (inside > 1) overlaps++;
+        fences.push(lock.fence);
+        const read = shared;
+        await new Promise((r) => setTimeout(r, 1));
+        shared = read + 1;
+        inside--;
+      });
+    }
+  };
+  await Promise.all(managers.flatMap((m) => [contender(m), contender(m)]));
+  return { overlaps, shared, fences };
+}

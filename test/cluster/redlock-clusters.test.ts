@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { LockManager, type LockManagerOptions } from '../../src/index.js';
 import { startRedisCluster, type LocalRedisCluster } from '../../src/testing/index.js';
 import { delay } from '../support/harness.js';
-import { clusterClient, resource, type ClusterClient } from './helpers.js';
+import { clusterClient, contend, resource, type ClusterClient } from './helpers.js';
 
 const OPTIONS: LockManagerOptions = { ttl: 3_000, nodeTimeout: 200, acquireTimeout: 20_000 };
 
@@ -42,24 +42,7 @@ describe('Redlock over 3 independent Redis Clusters', () => {
     const list = await Promise.all(['ioredis', 'node-redis', 'ioredis', 'node-redis'].map((k) => manager(k as 'ioredis' | 'node-redis')));
     assert.equal(list[0]!.quorum, 2, 'three clusters, quorum 2');
     const name = resource('redlock-contention');
-    let inside = 0;
-    let overlaps = 0;
-    let shared = 0;
-    const fences: bigint[] = [];
-    const contender = async (m: LockManager): Promise<void> => {
-      for (let round = 0; round < 6; round++) {
-        await m.withLock(name, async (lock) => {
-          inside++;
-          if (inside > 1) overlaps++;
-          fences.push(lock.fence);
-          const read = shared;
-          await delay(1); // a read-modify-write with a gap: an overlap would lose an increment
-          shared = read + 1;
-          inside--;
-        });
-      }
-    };
-    await Promise.all(list.flatMap((m) => [contender(m), contender(m)]));
+    const { overlaps, shared, fences } = await contend(list, name, 6);
     assert.equal(overlaps, 0, 'no two holders at once');
     assert.equal(shared, 48, 'no lost increment');
     for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fence ${fences[i]} follows ${fences[i - 1]}`);
