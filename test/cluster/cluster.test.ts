@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import type { Lock, LockManagerOptions } from '../../src/index.js';
+import type { Lock, LockManager, LockManagerOptions } from '../../src/index.js';
 import { clusterKeySlot, startRedisCluster, startRedisNode, type LocalRedisCluster, type LocalRedisNode } from '../../src/testing/index.js';
 import { CLIENT_KINDS, delay, eventually } from '../support/harness.js';
 import { contend, keysOf, Managers, nodeAdmin, resource, slotOf } from './helpers.js';
@@ -171,6 +171,51 @@ describe('one Redis Cluster as one node', () => {
         });
         assert.equal(valid, true, 'a two-slot lock is kept alive by extension');
         assert.equal(await b.tryAcquire([x, y]).then((l) => l?.release().then(() => 'free')), 'free', 'both released after withLock');
+      });
+
+      test('semaphore on a Cluster node: the limit holds under contention, a waiter gets the freed permit', async () => {
+        const list = await Promise.all([0, 1, 2].map(() => managers.make(kind, OPTIONS)));
+        const name = resource(`sem-${kind}`);
+        let inside = 0;
+        let most = 0;
+        await Promise.all(
+          list.flatMap((m) =>
+            [0, 1, 2].map(async () => {
+              const sem = m.semaphore(name, { limit: 2 });
+              for (let round = 0; round < 4; round++) {
+                await sem.withPermit(async () => {
+                  inside++;
+                  most = Math.max(most, inside);
+                  await delay(2);
+                  inside--;
+                });
+              }
+            }),
+          ),
+        );
+        assert.equal(most, 2, 'never more than the limit of 2 holders, and the limit was reached');
+        const sem = (list[0] as LockManager).semaphore(name, { limit: 1 });
+        const first = await sem.acquire();
+        const waiting = (list[1] as LockManager).semaphore(name, { limit: 1 }).acquire({ timeout: 3_000 });
+        await first.release();
+        const second = await waiting;
+        assert.ok(second.fence > first.fence, 'the waiter got the permit with a larger fence');
+        await second.release();
+      });
+
+      test('read-write lock on a Cluster node: readers share, a writer excludes them', async () => {
+        const [a, b] = await Promise.all([managers.make(kind, OPTIONS), managers.make(kind, OPTIONS)]);
+        const name = resource(`rw-${kind}`);
+        const r1 = await (a as LockManager).readWriteLock(name).read();
+        const r2 = await (b as LockManager).readWriteLock(name).read();
+        assert.equal(await (b as LockManager).readWriteLock(name).tryWrite(), null, 'no writer while readers hold it');
+        const writing = (a as LockManager).readWriteLock(name).write({ timeout: 3_000 });
+        await r1.release();
+        await r2.release();
+        const w = await writing;
+        assert.equal(await (b as LockManager).readWriteLock(name).tryRead(), null, 'no reader while the writer holds it');
+        assert.ok(w.fence > r1.fence && w.fence > r2.fence, 'the write fence is above both read fences');
+        await w.release();
       });
 
       test('multi-resource lock over resources that happen to share a slot works (one script on one master)', async () => {
