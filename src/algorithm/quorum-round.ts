@@ -107,6 +107,8 @@ export interface Hold {
   readonly releaseAs?: readonly ['permit', string];
   /** a write-intent set the release also leaves */
   readonly alsoLeave?: string;
+  /** a reader's writer key: a reader is not written back on a node where a writer holds it (lease-extend.lua) */
+  readonly excludedBy?: string;
 }
 
 /** One primitive's acquire round. */
@@ -253,14 +255,19 @@ function holdOps(host: PrimitiveHost, keys: NameKeys, hold: Hold): LeaseOps {
   const timeout = redlock.options.nodeTimeout;
   return {
     async extend(grant, ttl) {
+      const leaseKeys = (node: RedisNode): string[] =>
+        hold.excludedBy ? [hold.key, markerOn(node, keys), hold.excludedBy] : [hold.key, markerOn(node, keys)];
       const start = monotonicNow();
       const failures: NodeFailure[] = [];
+      const epochs = [...grant.epochs];
       const results = await Promise.all(
         redlock.nodes.map((node, i) =>
-          node.run(scripts.leaseExtend, [hold.key, markerOn(node, keys)], [hold.kind, hold.member, String(ttl)], timeout).then(
+          node.run(scripts.leaseExtend, leaseKeys(node), [hold.kind, hold.member, String(ttl), grant.epochs[i] ?? ''], timeout).then(
             (reply) => {
               const [ok, epoch] = Array.isArray(reply) ? (reply as unknown[]) : [];
               host.quarantine.observe(i, typeof epoch === 'string' ? epoch : null, monotonicNow(), scopeOn(node, keys));
+              // Held there under this epoch from now on (it may have been written back after a restart).
+              if (Number(ok) === 1 && typeof epoch === 'string') epochs[i] = epoch;
               return Number(ok) === 1;
             },
             (error: Error) => {
@@ -273,7 +280,7 @@ function holdOps(host: PrimitiveHost, keys: NameKeys, hold: Hold): LeaseOps {
       );
       const extended = results.filter(Boolean).length;
       const validUntil = start + ttl - driftOf(ttl, redlock.options.driftFactor);
-      if (extended >= redlock.quorum && validUntil > monotonicNow()) return { grant: { ...grant, ttl, validUntil } };
+      if (extended >= redlock.quorum && validUntil > monotonicNow()) return { grant: { ...grant, ttl, validUntil, epochs } };
       return { failures, extended };
     },
     async release(grant) {

@@ -52,7 +52,7 @@ export function rwRequest(host: PrimitiveHost, keys: RwKeys, mode: 'read' | 'wri
           timeout,
         ),
       // A writer's release also leaves its intent on nodes that refused it before.
-      hold: () => ({ key: held, kind, member: token, ...(mode === 'write' ? { alsoLeave: keys.intents } : {}) }),
+      hold: () => ({ key: held, kind, member: token, ...(mode === 'write' ? { alsoLeave: keys.intents } : { excludedBy: keys.writer }) }),
       // Undo a failed round's grant, but keep a waiting writer's intent.
       undo: (node) => node.run(scripts.leaseRelease, [held], [kind, token, keys.channel], timeout),
     }),
