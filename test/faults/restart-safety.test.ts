@@ -13,8 +13,9 @@ const TTL = 1_500;
 
 /** The textbook Redlock acquire, as a baseline: SET NX PX on every node, a majority wins. */
 async function plainRedlock(admin: readonly Redis[], key: string, token: string): Promise<boolean> {
+  // Bounded, as a Redlock client bounds each node; generous, so that a loaded machine does not make a live node look down.
   const bounded = (a: Redis): Promise<string | null> =>
-    Promise.race([a.set(key, token, 'PX', TTL, 'NX').catch(() => null), delay(200).then(() => null)]);
+    Promise.race([a.set(key, token, 'PX', TTL, 'NX').catch(() => null), delay(700).then(() => null)]);
   const ok = await Promise.all(admin.map(bounded));
   return ok.filter((r) => r === 'OK').length >= Math.floor(admin.length / 2) + 1;
 }
