@@ -2,7 +2,7 @@
 // barge ahead of them, and a waiter that gives up or dies does not block the queue.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { LockTimeoutError, type Lock, type LockManager } from '../../src/index.js';
 import { CLIENT_KINDS, eventually } from '../support/harness.js';
 import { NODE_COUNTS, queued, readyManager, subscribers, uniqueResource, within, withNodeSets } from './helpers.js';
@@ -15,8 +15,8 @@ async function lockHolderSubscribed(admin: Parameters<typeof queued>[0], resourc
 }
 
 /** Resolves once `count` waiters are queued for `resource` on every node. */
-function queueLength(admin: Parameters<typeof queued>[0], resource: string, count: number): Promise<void> {
-  return eventually(async () => (await queued(admin, resource)).every((q) => q.length === count), 5000);
+function queueLength(admin: Parameters<typeof queued>[0], resource: string, count: number, timeoutMs = 5000): Promise<void> {
+  return eventually(async () => (await queued(admin, resource)).every((q) => q.length === count), timeoutMs);
 }
 
 withNodeSets('fair waiting', NODE_COUNTS, (env) => {
@@ -117,6 +117,42 @@ withNodeSets('fair waiting', NODE_COUNTS, (env) => {
       await lock.release();
       assert.ok(handoff < 1000, `handoff took ${handoff.toFixed(0)} ms`);
       assert.ok(retries.includes('notified'), `woken by a notification, saw ${retries.join(',')}`);
+    });
+
+    test(`${kind}: waiters in separate processes get the lock in arrival order`, async () => {
+      const { admin, nodes } = env();
+      const resource = uniqueResource('procs');
+      const holderManager = await readyManager(env(), kind, OPTIONS);
+      const holder = await holderManager.acquire(resource);
+      const children: ChildProcess[] = [];
+      const outputs: Array<Promise<string>> = [];
+      try {
+        // Each child is queued before the next one starts, so arrival order is known.
+        for (let i = 0; i < 3; i++) {
+          const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/fair-waiter.ts', `w${i}`, resource, ...nodes.urls], {
+            stdio: ['ignore', 'pipe', 'inherit'],
+          });
+          children.push(child);
+          outputs.push(
+            new Promise((resolve) => {
+              let out = '';
+              child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+              child.on('exit', () => resolve(out));
+            }),
+          );
+          await queueLength(admin, resource, i + 1, 20_000); // a child process takes a moment to start
+        }
+        await holder.release();
+        const reports = (await within(Promise.all(outputs), 20_000, 'child waiters')).map(
+          (o) => JSON.parse(o.trim()) as { name: string; at: number; fence: string },
+        );
+        const order = [...reports].sort((a, b) => a.at - b.at).map((r) => r.name);
+        assert.deepEqual(order, ['w0', 'w1', 'w2'], 'served in the order they queued');
+        const fences = [...reports].sort((a, b) => a.at - b.at).map((r) => BigInt(r.fence));
+        assert.ok(fences[0]! > holder.fence && fences[1]! > fences[0]! && fences[2]! > fences[1]!, `fences ${fences.join(',')} increase`);
+      } finally {
+        for (const c of children) c.kill('SIGKILL');
+      }
     });
 
     test(`${kind}: a waiter whose process died blocks the queue only until its lease runs out`, async () => {
