@@ -74,6 +74,11 @@ export class ReleaseNotifications {
     };
   }
 
+  /** True while any waiter of this manager listens (so the uncontended path can skip building channel names). */
+  get watching(): boolean {
+    return this.channels.size > 0;
+  }
+
   /** True when every channel is subscribed already, so a watch would start listening at once. */
   isReady(channels: readonly string[]): boolean {
     return channels.every((name) => this.channels.get(name)?.settled === true);

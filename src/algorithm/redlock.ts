@@ -257,7 +257,9 @@ export class Redlock {
       }
       const scope = this.scopeFor(i, keys);
       this.quarantine.observe(i, reply.epoch, now, scope);
-      if (reply.kind === 'held') heldFor.push(reply.pttl < 0 ? Infinity : reply.pttl);
+      // A free node where another waiter is ahead blocks us for as long as that waiter's turn takes, which no
+      // TTL tells: count it as unbounded, so the wait falls back to the backoff instead of retrying at once.
+      if (reply.kind === 'held') heldFor.push(reply.pttl < 0 || (reply.pttl === 0 && reply.ahead) ? Infinity : reply.pttl);
       const excluded = reply.kind === 'granted' ? this.quarantine.excludes(i, ttl, reply.age, now, scope) : undefined;
       if (excluded) failures.push({ node: node.name, error: new NodeError(node.name, excluded) });
       return {

@@ -87,14 +87,20 @@ export async function acquireWaiting(
   };
 
   const wakeup = new Wakeup(opts.fair ? token : undefined);
-  const released = redlock.keys(resources).map((k) => k.channel);
   // Fair waiters are woken on this manager's own channel when their turn comes; '*' (nobody queued,
   // a forced release) goes to the shared one, which unfair waiters listen to alone.
-  const channels = opts.fair ? [...released, ...released.map((c) => redlock.managerChannel(c))] : released;
-  const listen = (): Watch => notifications.watch(channels, (node, message) => wakeup.notify(node, message));
+  let channels: string[] | undefined;
+  const channelNames = (): string[] => {
+    if (!channels) {
+      const released = redlock.keys(resources).map((k) => k.channel);
+      channels = opts.fair ? [...released, ...released.map((c) => redlock.managerChannel(c))] : released;
+    }
+    return channels;
+  };
+  const listen = (): Watch => notifications.watch(channelNames(), (node, message) => wakeup.notify(node, message));
   // Already subscribed in this process (others wait here too): listen before the first attempt, so that
   // no release between the attempt and the wait can slip by, and no extra attempt is needed.
-  let watch = waits && notifications.isReady(channels) ? listen() : undefined;
+  let watch = waits && notifications.watching && notifications.isReady(channelNames()) ? listen() : undefined;
   let attempts = 1;
   try {
     let last = await attemptOnce(false);
