@@ -190,6 +190,8 @@ export class LockManager {
     this.#closed ??= (async () => {
       this.#closing.abort(new ManagerClosedError());
       await Promise.all([...this.#held].map((lock) => lock.release()));
+      // Waiters that close() interrupted leave their queues first: their places would block others until they lapse.
+      await this.#redlock.settle();
       this.#scheduler.stop();
       this.#notifications.clear();
       await Promise.all(this.#nodes.map((node) => node.close().catch(() => undefined)));

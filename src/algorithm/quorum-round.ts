@@ -443,7 +443,7 @@ async function waitRounds(
     }
   } catch (error) {
     const giveUp = request.giveUp;
-    if (giveUp) void inFlight.then(() => giveUp(token));
+    if (giveUp) host.redlock.background(inFlight.then(() => giveUp(token)));
     throw error;
   } finally {
     watch?.stop();

@@ -127,6 +127,8 @@ export class Redlock {
   private readonly byName: readonly number[];
   /** monotonic time of each node's last failed acquire request */
   private readonly lastFailure: number[];
+  /** background cleanups (waiters leaving queues) that close() lets finish before the connections go */
+  private readonly cleanups = new Set<Promise<unknown>>();
   /** per standalone node: extensions due together go out as one call (undefined: a Cluster node) */
   private readonly batchers: ReadonlyArray<ExtendBatcher | undefined>;
 
@@ -158,6 +160,18 @@ export class Redlock {
   /** Which marker the quarantine tracks for these keys on node i: the node's one marker, or (Cluster) the resource's. */
   private scopeFor(i: number, keys: readonly ResourceKeys[]): string {
     return (this.nodes[i] as RedisNode).isCluster ? this.markerFor(i, keys) : '';
+  }
+
+  /** Runs `work` in the background; `settle()` waits for it. Never rejects. */
+  background(work: Promise<unknown>): void {
+    const tracked = work.catch(() => undefined);
+    this.cleanups.add(tracked);
+    void tracked.then(() => this.cleanups.delete(tracked));
+  }
+
+  /** Resolves once every background cleanup has finished (each is bounded by nodeTimeout). */
+  async settle(): Promise<void> {
+    while (this.cleanups.size > 0) await Promise.all([...this.cleanups]);
   }
 
   /** The node a waiter asks first for these resources (see acquireOnce). */
@@ -282,7 +296,7 @@ export class Redlock {
         // Nodes that said "held" (the last holder's key was still there) queued us: leave those queues,
         // or we would stand first in line there, holding up the next waiter until our place lapses.
         const queuedOn = replies.flatMap((r, i) => (r.kind === 'held' && queue.ticket !== '' ? [i] : []));
-        if (queuedOn.length > 0) void this.dequeue(resources, token, queuedOn);
+        if (queuedOn.length > 0) this.background(this.dequeue(resources, token, queuedOn));
         return { kind: 'acquired', grant };
       }
     }

@@ -136,7 +136,7 @@ export async function acquireWaiting(
     }
   } catch (error) {
     // Leave the queue once our last attempt has settled (it may still add us), so the next waiter need not wait out our lease.
-    if (queue.ticket !== '') void inFlight.then(() => dequeueAll(redlock, resources, token));
+    if (queue.ticket !== '') redlock.background(inFlight.then(() => dequeueAll(redlock, resources, token)));
     throw error;
   } finally {
     watch?.stop();

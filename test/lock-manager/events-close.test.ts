@@ -3,7 +3,18 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockError, LockReleasedError, ManagerClosedError, type LockEvents } from '../../src/index.js';
 import { CLIENT_KINDS, eventually } from '../support/harness.js';
-import { NODE_COUNTS, aborted, lockValues, readyManager, settle, subscribers, uniqueResource, within, withNodeSets } from './helpers.js';
+import {
+  NODE_COUNTS,
+  aborted,
+  lockValues,
+  queued,
+  readyManager,
+  settle,
+  subscribers,
+  uniqueResource,
+  within,
+  withNodeSets,
+} from './helpers.js';
 
 const OPTIONS = { ttl: 2000, nodeTimeout: 100, acquireTimeout: 5000 };
 
@@ -107,6 +118,12 @@ withNodeSets('events and close', NODE_COUNTS, (env, nodeCount) => {
       assert.ok(error instanceof LockError, 'a LockError');
       assert.ok(rejectedAfter < 100, `pending acquire rejected ${rejectedAfter.toFixed(1)} ms after close()`);
       await within(closing, 3000, 'close()');
+      // The interrupted waiter left the queue before close() resolved: its place must not hold up the other manager.
+      assert.deepEqual(
+        await queued(admin, contested),
+        admin.map(() => []),
+        'no waiter left queued by the closed manager',
+      );
 
       // locks still held were released: keys gone, signals aborted, released events
       for (const r of [r1, r2, r3])
