@@ -66,7 +66,10 @@ export async function acquireWaiting(
   const deadline = started + opts.timeout;
   const waits = opts.timeout > 0;
   const queue: QueueOptions = {
-    fair: opts.fair,
+    // A single attempt (tryAcquire, timeout 0) does not queue, so it does not defer to the queue either: the
+    // contract's tryAcquire is null only while another owner holds the lock (a dead waiter at the head of the
+    // line must not make a free lock look taken).
+    fair: opts.fair && waits,
     ticket: waits && opts.fair ? ticketNow() : '',
     lease: queueLease(opts, redlock.options.nodeTimeout),
   };

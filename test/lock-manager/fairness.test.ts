@@ -155,6 +155,29 @@ withNodeSets('fair waiting', NODE_COUNTS, (env) => {
       }
     });
 
+    test(`${kind}: tryAcquire takes a free lock even with a (dead) waiter at the head of the queue`, async () => {
+      const { admin, nodes } = env();
+      const resource = uniqueResource('try-free');
+      const holderManager = await readyManager(env(), kind, OPTIONS);
+      const other = await readyManager(env(), kind, OPTIONS);
+      const holder = await holderManager.acquire(resource);
+      const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/queued-waiter.ts', resource, ...nodes.urls], {
+        stdio: 'ignore',
+      });
+      try {
+        await queueLength(admin, resource, 1, 20_000);
+        child.kill('SIGKILL');
+        await holder.release();
+        // The dead waiter still heads the queue (its place has not lapsed), but nobody holds the lock.
+        const lock = await other.tryAcquire(resource);
+        assert.ok(lock, 'tryAcquire is null only while another owner holds the lock');
+        assert.equal(await holderManager.tryAcquire(resource), null, 'held now: null');
+        await lock.release();
+      } finally {
+        child.kill('SIGKILL');
+      }
+    });
+
     test(`${kind}: a waiter whose process died blocks the queue only until its lease runs out`, async () => {
       const { admin, nodes } = env();
       const resource = uniqueResource('dead');
