@@ -157,10 +157,11 @@ function nextWait(
   const left = deadline - monotonicNow();
   if (last.kind !== 'busy') return { delay: Math.min(backoffDelay(opts.retry, retry), left), needed: 1, only: undefined };
   if (last.behind && queue.ticket !== '') {
-    // Not our turn: the release that makes it our turn names us. Until then, only keep our place in line:
-    // renew it between a third and a half of the queue lease (an attempt takes at most two nodeTimeouts,
-    // which the lease leaves room for), jittered so that waiters do not renew in step.
-    return { delay: Math.min(queue.lease * (1 / 3 + Math.random() / 6), left), needed: last.busyNodes, only: undefined };
+    // Not our turn: the release that makes it our turn names us. Until then, only keep our place in line
+    // (the queue lease leaves room for this and an attempt): the backoff at its cap, jittered in its upper
+    // half so that waiters do not renew in step, and as always no later than the holder's lease ends.
+    const cap = opts.retry.maxDelay;
+    return { delay: Math.min(cap / 2 + Math.random() * (cap / 2), last.retryAfter + 1, left), needed: last.busyNodes, only: undefined };
   }
   const delay = Math.min(backoffDelay(opts.retry, retry), last.retryAfter + 1, left);
   return { delay, needed: last.busyNodes, only: opts.fair ? undefined : last.leader };

@@ -197,7 +197,7 @@ withNodeSets('fair waiting', NODE_COUNTS, (env) => {
         const lock = await within(waiting, 5000, 'survivor');
         const waited = performance.now() - started;
         await lock.release();
-        // The dead waiter's lease (500 ms), then the survivor's keep-place interval (at most half its own lease: 1.2 s).
+        // The dead waiter's lease (500 ms), then the survivor's keep-place interval (at most retry.maxDelay, 1 s).
         assert.ok(waited < 2500, `the survivor waited ${waited.toFixed(0)} ms behind a dead waiter`);
       } finally {
         child.kill('SIGKILL');
