@@ -96,16 +96,19 @@ describe('lock workers', () => {
   test('freeze stops a worker (SIGSTOP by PID), thaw lets it go on; the history stays clean', async () => {
     const resources = ['freeze:a'];
     // A short lease, so that a worker frozen while holding the lock blocks the other one only briefly.
-    const pool = await startWorkers(2, { ...config(resources, 3_000), managerOptions: { ttl: 500, nodeTimeout: 100 } });
+    // Long enough that w2 still runs when w1's place in the queue lapses (see below).
+    const pool = await startWorkers(2, { ...config(resources, 8_000), managerOptions: { ttl: 500, nodeTimeout: 100 } });
     pools.push(pool);
     const [w1, w2] = pool.workers as [LockWorker, LockWorker];
     await eventually(() => w1.records.length > 0, 10_000);
     freeze(w1);
     if (procState(w1.pid) !== undefined) await eventually(() => procState(w1.pid) === 'T', 2_000);
     const frozenAt = w1.records.length;
-    // The other worker goes on without w1 (if w1 froze holding the lock: once its lease has run out).
+    // The other worker goes on without w1: if w1 froze holding the lock, once its lease has run out; if it
+    // froze waiting first in line, once its place in the queue has lapsed (queue lease 2 x 1000 + 4 x 100 ms)
+    // and w2's next keep-place retry (at most retry.maxDelay) has found that.
     const w2At = w2.records.length;
-    await eventually(() => w2.records.length >= w2At + 5, 5_000);
+    await eventually(() => w2.records.length >= w2At + 5, 10_000);
     assert.equal(w1.records.length, frozenAt, 'a frozen worker sent records');
     thaw(w1);
     if (procState(w1.pid) !== undefined) await eventually(() => procState(w1.pid) !== 'T', 2_000);
