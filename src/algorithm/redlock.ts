@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { RedisNode } from '../adapters/index.js';
 import { monotonicNow } from '../clock.js';
 import { NodeError, type NodeFailure } from '../errors.js';
@@ -7,6 +6,7 @@ import { driftOf, type ResolvedManagerOptions, type WaitForReplicas } from '../o
 import { scripts } from '../scripts/index.js';
 import { ExtendBatcher, type NodeExtendReply } from './extend-batch.js';
 import { Quarantine } from './quarantine.js';
+import { randomHex, randomSlice } from './random.js';
 import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
 
 /**
@@ -98,20 +98,6 @@ export interface QueueOptions {
 }
 
 const NO_QUEUE: QueueOptions = { fair: true, ticket: '', lease: 0 };
-
-// Random bytes are drawn from crypto 4 KiB at a time: one call per ~150 acquires instead of two per acquire.
-const POOL_SIZE = 4096;
-let pool = Buffer.alloc(0);
-let poolOffset = 0;
-function randomSlice(n: number): Buffer {
-  if (poolOffset + n > pool.length) {
-    pool = randomBytes(POOL_SIZE);
-    poolOffset = 0;
-  }
-  poolOffset += n;
-  return pool.subarray(poolOffset - n, poolOffset);
-}
-const randomHex = (n: number): string => randomSlice(n).toString('hex');
 
 export class Redlock {
   readonly quorum: number;
