@@ -21,15 +21,20 @@ export interface RedlockV5Options {
   automaticExtensionThreshold: number;
 }
 
-export const v5Settings = {
+/** The retry settings every redlock generation (v4, v5, the fork) gets: the same names and meaning in all. */
+export const redlockRetrySettings = {
   client: 'ioredis',
   ttl: TTL,
   driftFactor: DRIFT_FACTOR,
   retryCount: RETRY_COUNT,
   retryDelay: RETRY_DELAY,
   retryJitter: RETRY_DELAY,
-  automaticExtensionThreshold: 500,
   retryNote: `next attempt after retryDelay ± retryJitter, i.e. uniform in [0, ${2 * RETRY_DELAY}] ms; ${RETRY_COUNT} attempts cover the acquire timeout`,
+};
+
+export const v5Settings = {
+  ...redlockRetrySettings,
+  automaticExtensionThreshold: 500,
   autoExtension: 'using([key], ttl, routine): extends when less than automaticExtensionThreshold ms are left',
 };
 

@@ -225,19 +225,9 @@ async function agreeOnFence(
   });
   const repaired = new Set<number>();
   await Promise.all(
-    repair.map(({ i, epoch }) => {
-      const node = redlock.nodes[i] as RedisNode;
-      const keys = [round.keys.fence, markerOn(node, round.keys)];
-      return node
-        .run(scripts.raiseFence, keys, [fence.toString(), epoch, count.bootstrap ? '1' : '0'], redlock.options.nodeTimeout)
-        .then((ok) => {
-          if (Number(ok) !== 1) throw new NodeError(node.name, 'lost its data during the acquire (fence write-back refused)');
-          repaired.add(i);
-        })
-        .catch((error: Error) => {
-          failures.push({ node: node.name, error });
-          host.reportNodeError(node, error, 'fence write-back', [round.keys.name]);
-        });
+    repair.map(async ({ i, epoch }) => {
+      const keys = [round.keys.fence, markerOn(redlock.nodes[i] as RedisNode, round.keys)];
+      if (await redlock.raiseFenceOn(i, keys, fence, epoch, count.bootstrap, [round.keys.name], failures)) repaired.add(i);
     }),
   );
   const needsRepair = new Set(repair.map(({ i }) => i));

@@ -350,20 +350,10 @@ export class Redlock {
     const lazy = atFence >= this.quorum ? repair.filter(({ r }) => lagOnly(r)) : [];
     const lazySet = new Set(lazy.map(({ i }) => i));
     const repaired = new Set<number>();
-    const raise = ({ i, r }: { i: number; r: AcquireReply }): Promise<void> => {
-      const node = this.nodes[i] as RedisNode;
+    const raise = async ({ i, r }: { i: number; r: AcquireReply }): Promise<void> => {
       const fenceKeys = [...keys.map((k) => k.fence), this.markerFor(i, keys)];
       const epoch = r.kind === 'error' ? '' : r.epoch;
-      return node
-        .run(scripts.raiseFence, fenceKeys, [fence.toString(), epoch, count.bootstrap ? '1' : '0'], this.options.nodeTimeout)
-        .then((ok) => {
-          if (Number(ok) !== 1) throw new NodeError(node.name, 'lost its data during the acquire (fence write-back refused)');
-          repaired.add(i);
-        })
-        .catch((error: Error) => {
-          failures.push({ node: node.name, error });
-          this.reportNodeError(node, error, 'fence write-back', resources);
-        });
+      if (await this.raiseFenceOn(i, fenceKeys, fence, epoch, count.bootstrap, resources, failures)) repaired.add(i);
     };
     for (const lagging of lazy) void raise(lagging);
     await Promise.all(repair.filter(({ i }) => !lazySet.has(i)).map(raise));
@@ -423,29 +413,49 @@ export class Redlock {
   }
 
   /**
+   * raise-fence.lua on node i: raise `fenceKeys`' counters to at least `fence` (and mark them trusted),
+   * refused if the node lost its data since it had `epoch`. Resolves true when done; on failure, records
+   * it in `failures`, reports it as a 'fence write-back' node error, and resolves false.
+   */
+  raiseFenceOn(
+    i: number,
+    fenceKeys: readonly string[],
+    fence: bigint,
+    epoch: string,
+    bootstrap: boolean,
+    resources: readonly string[],
+    failures: NodeFailure[],
+  ): Promise<boolean> {
+    const node = this.nodes[i] as RedisNode;
+    return node
+      .run(scripts.raiseFence, fenceKeys, [fence.toString(), epoch, bootstrap ? '1' : '0'], this.options.nodeTimeout)
+      .then((ok) => {
+        if (Number(ok) !== 1) throw new NodeError(node.name, 'lost its data during the acquire (fence write-back refused)');
+        return true;
+      })
+      .catch((error: Error) => {
+        failures.push({ node: node.name, error });
+        this.reportNodeError(node, error, 'fence write-back', resources);
+        return false;
+      });
+  }
+
+  /**
    * Raise the grant's fence counters to `fence` on every node that granted it (a multi-slot lock's one
    * fence, see cross-slot.ts). ok once a quorum raised them.
    */
   async raiseFence(grant: Grant, fence: bigint): Promise<{ ok: boolean; failures: NodeFailure[] }> {
     const keys = this.keys(grant.resources);
     const failures: NodeFailure[] = [];
-    let raised = 0;
-    await Promise.all(
-      this.nodes.map(async (node, i) => {
+    const raised = await Promise.all(
+      this.nodes.map((_, i) => {
         const epoch = grant.epochs[i];
-        if (!epoch) return;
+        if (!epoch) return false;
         const fenceKeys = [...keys.map((k) => k.fence), this.markerFor(i, keys)];
-        try {
-          const ok = await node.run(scripts.raiseFence, fenceKeys, [fence.toString(), epoch, '0'], this.options.nodeTimeout);
-          if (Number(ok) !== 1) throw new NodeError(node.name, 'lost its data during the acquire (fence write-back refused)');
-          raised++;
-        } catch (error) {
-          failures.push({ node: node.name, error: error as Error });
-          this.reportNodeError(node, error as Error, 'fence write-back', grant.resources);
-        }
+        return this.raiseFenceOn(i, fenceKeys, fence, epoch, false, grant.resources, failures);
       }),
     );
-    return { ok: raised >= this.quorum, failures };
+    return { ok: raised.filter(Boolean).length >= this.quorum, failures };
   }
 
   /** Compare-and-delete on every node; never throws. */

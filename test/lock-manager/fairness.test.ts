@@ -9,6 +9,11 @@ import { NODE_COUNTS, queued, readyManager, subscribers, uniqueResource, within,
 
 const OPTIONS = { ttl: 5000, nodeTimeout: 100, acquireTimeout: 5000 };
 
+/** A child process that waits in line for `resource` until SIGKILLed (test/fixtures/queued-waiter.ts). */
+function queuedWaiter(resource: string, urls: readonly string[]): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/queued-waiter.ts', resource, ...urls], { stdio: 'ignore' });
+}
+
 /** On how many nodes someone listens for the resource's releases. */
 async function lockHolderSubscribed(admin: Parameters<typeof queued>[0], resource: string): Promise<number> {
   return (await subscribers(admin, resource)).filter((n) => n > 0).length;
@@ -161,9 +166,7 @@ withNodeSets('fair waiting', NODE_COUNTS, (env) => {
       const holderManager = await readyManager(env(), kind, OPTIONS);
       const other = await readyManager(env(), kind, OPTIONS);
       const holder = await holderManager.acquire(resource);
-      const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/queued-waiter.ts', resource, ...nodes.urls], {
-        stdio: 'ignore',
-      });
+      const child = queuedWaiter(resource, nodes.urls);
       try {
         await queueLength(admin, resource, 1, 20_000);
         child.kill('SIGKILL');
@@ -184,9 +187,7 @@ withNodeSets('fair waiting', NODE_COUNTS, (env) => {
       const holderManager = await readyManager(env(), kind, OPTIONS);
       const survivor = await readyManager(env(), kind, OPTIONS);
       const holder = await holderManager.acquire(resource);
-      const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/queued-waiter.ts', resource, ...nodes.urls], {
-        stdio: 'ignore',
-      });
+      const child = queuedWaiter(resource, nodes.urls);
       try {
         await queueLength(admin, resource, 1);
         const waiting = survivor.acquire(resource);
