@@ -8,6 +8,10 @@ export interface LockEvents {
   lost: [{ resources: readonly string[]; fence: bigint; error: LockLostError }];
   nodeError: [{ node: string; error: Error; operation: string; resources: readonly string[] }];
   retry: [{ resources: readonly string[]; attempt: number; reason: 'notified' | 'timer'; waited: number }];
+  /** A node lost its data: its grants count toward no acquire until `until` (epoch ms, this process's clock). */
+  nodeQuarantined: [{ node: string; until: number }];
+  /** A node that lost its data was repaired: its counters raised (`countersRaised`), trusted again, `ms` after the repair began. */
+  nodeRepaired: [{ node: string; countersRaised: number; ms: number }];
 }
 
 export type LockEventName = keyof LockEvents;

@@ -4,13 +4,18 @@
  * and its release channel land in one slot and one script can touch them all.
  *
  *   <prefix>{<resource>}:lock      owner token, with the lease as its TTL
- *   <prefix>{<resource>}:fence     fencing counter (never expires)
  *   <prefix>{<resource>}:released  pub/sub channel a release publishes on
- *   <prefix>{<resource>}:queue     waiters in arrival order (sorted set, score = ticket)
- *   <prefix>{<resource>}:leases    the same waiters' lease ends (sorted set, score = ms)
- *   <prefix>{node}:epoch           this node's data epoch (restart detection)
- *   <prefix>{<resource>}:epoch     the same, per slot, on a Redis Cluster node
- *                                  (a script may only touch keys of one slot there)
+ *   <prefix>{<resource>}:queue     waiters in arrival order (sorted set, score = ticket; expires)
+ *   <prefix>{<resource>}:leases    the same waiters' lease ends (sorted set, score = ms; expires)
+ *   <prefix>{node}:epoch           this node's marker: its data epoch (restart detection), trust,
+ *                                  longest ttl, and the fence counter of every resource (see _node-state.lua)
+ *   <prefix>{<tag>}:node           the same, per hash slot, on a Redis Cluster node (a script may only
+ *                                  touch keys of one slot there); `<tag>` is the slot's tag (slotTag)
+ *
+ * So once a resource's holds are released or expired and its queue has lapsed, nothing of it is left:
+ * what fencelock keeps for good is one marker per node, or per slot (16,384 at most) on a Cluster node.
+ * fencelock 0.1 also kept `<prefix>{<resource>}:fence` (a counter per resource) and, on Cluster nodes,
+ * `<prefix>{<resource>}:epoch`; an acquire folds the first into the node's counter and deletes it.
  *
  * Braces inside a resource name would move the hash tag (Redis hashes the
  * text between the first `{` and the next `}`), so `{`, `}` and `%` are
@@ -19,13 +24,12 @@
 export interface ResourceKeys {
   readonly resource: string;
   readonly lock: string;
+  /** fencelock 0.1's per-resource fence counter, folded into the node's counter when met */
   readonly fence: string;
   readonly channel: string;
   /** waiting owners in arrival order, and when each one's place lapses (see algorithm/wait.ts) */
   readonly queue: string;
   readonly leases: string;
-  /** the epoch marker used on a Cluster node, where the per-node marker would cross slots */
-  readonly slotMarker: string;
 }
 
 export function encodeResource(resource: string): string {
@@ -41,8 +45,41 @@ export function keysFor(prefix: string, resource: string): ResourceKeys {
     channel: `${base}:released`,
     queue: `${base}:queue`,
     leases: `${base}:leases`,
-    slotMarker: `${base}:epoch`,
   };
+}
+
+/** The marker of one hash slot on a Cluster node: `<prefix>{<tag>}:node`, in that slot. */
+export function slotMarkerKey(prefix: string, slot: number): string {
+  return `${prefix}{${slotTag(slot)}}:node`;
+}
+
+/** The marker a script about `key` uses on a Cluster node: that of the key's slot. */
+export function slotMarkerFor(prefix: string, key: string): string {
+  return slotMarkerKey(prefix, clusterKeySlot(key));
+}
+
+let tags: string[] | undefined;
+
+/**
+ * A hash tag that lands in `slot`: the first of 0, 1, 2, … (in base 36) whose slot it is. Every process
+ * computes the same table, so all clients agree on each slot's marker. Built on first use (a Cluster
+ * node), about 160,000 CRC16s of 1 to 4 bytes.
+ */
+export function slotTag(slot: number): string {
+  if (!tags) {
+    const table: string[] = new Array<string>(SLOTS);
+    let missing = SLOTS;
+    for (let k = 0; missing > 0; k++) {
+      const tag = k.toString(36);
+      const s = clusterKeySlot(tag);
+      if (table[s] === undefined) {
+        table[s] = tag;
+        missing--;
+      }
+    }
+    tags = table;
+  }
+  return tags[slot] as string;
 }
 
 /** The per-node marker whose epoch changes when a node loses its data. Hash-tagged `{node}`. */

@@ -89,9 +89,19 @@ export class LockManager {
       throw new InvalidArgumentError(
         'waitForReplicas needs to send WAIT to the master of each key: not possible through an ioredis Cluster client (use node-redis createCluster, or standalone primaries)',
       );
-    this.#redlock = new Redlock(this.#nodes, this.#options, (node, error, operation, resources) =>
-      this.#emit('nodeError', { node: node.name, error, operation, resources }),
-    );
+    this.#redlock = new Redlock(this.#nodes, this.#options, {
+      nodeError: (node, error, operation, resources) => this.#emit('nodeError', { node: node.name, error, operation, resources }),
+      nodeQuarantined: (node, left) => {
+        this.#telemetry.nodeQuarantined(node.name);
+        this.#emit('nodeQuarantined', { node: node.name, until: Date.now() + left });
+      },
+      nodeRepaired: (node, countersRaised, ms) => {
+        this.#telemetry.nodeRepaired(node.name, ms);
+        this.#emit('nodeRepaired', { node: node.name, countersRaised, ms });
+      },
+    });
+    const repairs = this.#redlock.repairs;
+    this.#telemetry.watchUntrusted(() => repairs.untrusted);
     this.#notifications = new ReleaseNotifications(this.#nodes, this.#options.nodeTimeout);
     for (const node of this.#nodes) node.onConnectionError = connectionErrorReporter(node, (error) => this.#emit('nodeError', error));
     this.#events.setMaxListeners(0);
@@ -161,7 +171,7 @@ export class LockManager {
     });
   }
 
-  /** Per node: holder, remaining ms, fence counter, or the node's error. Read-only. */
+  /** Per node: holder, remaining ms, waiters, fence counter and data state (restart quarantine), or the node's error. Read-only. */
   inspect(resource: string): Promise<LockInfo> {
     return this.#start(async () => {
       const name = resolveSingleResource(resource);
@@ -192,6 +202,7 @@ export class LockManager {
       await Promise.all([...this.#held].map((lock) => lock.release()));
       // Waiters that close() interrupted leave their queues first: their places would block others until they lapse.
       await this.#redlock.settle();
+      await this.#redlock.repairs.close();
       this.#scheduler.stop();
       this.#notifications.clear();
       await Promise.all(this.#nodes.map((node) => node.close().catch(() => undefined)));

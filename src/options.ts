@@ -12,7 +12,7 @@ export interface RetryOptions {
   jitter?: 'full' | 'none';
 }
 
-export type RestartQuarantine = 'observed' | false | number;
+export type RestartQuarantine = 'auto' | false | number;
 
 export interface LockManagerOptions {
   /** default lease in ms (default 30_000) */
@@ -26,7 +26,11 @@ export interface LockManagerOptions {
   retry?: RetryOptions;
   /** prefix of every key and channel fencelock uses (default 'fencelock:') */
   keyPrefix?: string;
-  /** see the API contract: 'observed' (default), a number of ms (strict), or false */
+  /**
+   * Restart quarantine (the Redlock spec's delayed restart): 'auto' (default) keeps a node that lost its
+   * data out of every acquire until every lease granted with its help before the loss has ended; a number
+   * N of ms (strict) keeps out every node whose data is younger than N ms; false turns it off.
+   */
   restartQuarantine?: RestartQuarantine;
   /**
    * Primaries with replicas: a node's grant counts only once `replicas` of its replicas confirmed the
@@ -87,7 +91,7 @@ export const DEFAULTS: ResolvedManagerOptions = Object.freeze({
   nodeTimeout: 200,
   retry: Object.freeze({ minDelay: 25, maxDelay: 1_000, factor: 2, jitter: 'full' as const }),
   keyPrefix: 'fencelock:',
-  restartQuarantine: 'observed' as const,
+  restartQuarantine: 'auto' as const,
   waitForReplicas: false as const,
 });
 
@@ -243,9 +247,9 @@ function checkPrefix(v: unknown): string {
 }
 
 function checkQuarantine(v: unknown): RestartQuarantine {
-  if (v === 'observed' || v === false) return v;
+  if (v === 'auto' || v === false) return v;
   if (typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= MAX_TTL) return v;
-  throw new InvalidArgumentError(`restartQuarantine must be 'observed', false or a non-negative integer of ms, got ${show(v)}`);
+  throw new InvalidArgumentError(`restartQuarantine must be 'auto', false or a non-negative integer of ms, got ${show(v)}`);
 }
 
 function plainObject(v: unknown, name: string): Record<string, unknown> {

@@ -4,7 +4,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { encodeResource, keysFor, markerKey } from '../src/keys.js';
+import { encodeResource, keysFor, markerKey, slotMarkerFor, slotTag } from '../src/keys.js';
 import { resolveResources } from '../src/options.js';
 import { InvalidArgumentError } from '../src/errors.js';
 
@@ -67,10 +67,20 @@ describe('keysFor', () => {
       channel: 'fencelock:{orders:42}:released',
       queue: 'fencelock:{orders:42}:queue',
       leases: 'fencelock:{orders:42}:leases',
-      slotMarker: 'fencelock:{orders:42}:epoch',
     });
     assert.equal(markerKey(PREFIX), 'fencelock:{node}:epoch');
     assert.equal(keysFor('app:', 'x').lock, 'app:{x}:lock');
+  });
+
+  test('one marker per Cluster hash slot: every slot has a tag, the same in every process', () => {
+    const tags = new Set<string>();
+    for (let slot = 0; slot < 16384; slot++) {
+      const tag = slotTag(slot);
+      assert.equal(slotOf(`x{${tag}}`), slot, `tag ${tag} lands in slot ${slot}`);
+      tags.add(tag);
+    }
+    assert.equal(tags.size, 16384);
+    assert.equal(slotTag(0), '1bz', 'the first base-36 number in slot 0: fixed, so all clients agree');
   });
 
   test("braces and '%' are escaped, so the tag is the whole resource and never moves", () => {
@@ -117,7 +127,7 @@ describe('keysFor', () => {
         fc.pre(a !== b);
         const ka = keysFor(PREFIX, a);
         const kb = keysFor(PREFIX, b);
-        const all = new Set([ka.lock, ka.fence, ka.channel, ka.slotMarker, kb.lock, kb.fence, kb.channel, kb.slotMarker]);
+        const all = new Set([ka.lock, ka.fence, ka.channel, ka.queue, kb.lock, kb.fence, kb.channel, kb.queue]);
         assert.equal(all.size, 8);
         assert.notEqual(encodeResource(a), encodeResource(b));
       }),
@@ -162,10 +172,11 @@ describe('keysFor', () => {
     fc.assert(
       fc.property(anyResource, (resource) => {
         const k = keysFor(PREFIX, resource);
-        assert.ok(k.slotMarker.startsWith(PREFIX));
-        assert.ok(![k.lock, k.fence, k.channel].includes(k.slotMarker));
-        assert.deepEqual(hashTagBytes(k.slotMarker), hashTagBytes(k.lock));
-        assert.equal(slotOf(k.slotMarker), slotOf(k.lock));
+        const marker = slotMarkerFor(PREFIX, k.lock);
+        assert.ok(marker.startsWith(PREFIX));
+        assert.ok(marker.endsWith(':node'), 'no resource key ends in :node');
+        assert.ok(![k.lock, k.fence, k.channel, k.queue, k.leases].includes(marker));
+        assert.equal(slotOf(marker), slotOf(k.lock));
       }),
       { numRuns: 300 },
     );

@@ -220,7 +220,7 @@ describe('construction: invalid clients and options throw before connecting', ()
         { acquireTimeout: 0 },
         { acquireTimeout: Infinity },
         { restartQuarantine: false },
-        { restartQuarantine: 'observed' },
+        { restartQuarantine: 'auto' },
         { restartQuarantine: 0 },
         { restartQuarantine: 60_000 },
         {},
@@ -419,7 +419,7 @@ describe('property: numeric options', () => {
     if (!(Number.isInteger(ttl) && ttl >= 1 && ttl <= MAX_TTL && ttl > ttl * df + 2)) return false;
     if (!(typeof nodeTimeout === 'number' && nodeTimeout < ttl / 3)) return false;
     if (Number.isNaN(acquireTimeout) || acquireTimeout < 0) return false;
-    return q === 'observed' || q === false || (Number.isInteger(q) && (q as number) >= 0);
+    return q === 'auto' || q === false || (Number.isInteger(q) && (q as number) >= 0);
   }
   /** What the contract allows but a sane implementation may still refuse (nodeTimeout not a positive integer, absurd quarantines). */
   function plainlyValid(o: Parameters<typeof contractValid>[0]): boolean {
@@ -439,7 +439,7 @@ describe('property: numeric options', () => {
         driftFactor: fc.oneof(anyNumber, fc.double({ min: 0, max: 0.5, maxExcluded: true, noNaN: true })),
         nodeTimeout: fc.oneof(anyNumber, fc.integer({ min: 1, max: 199 })),
         acquireTimeout: anyNumber,
-        restartQuarantine: fc.oneof(anyNumber, fc.constantFrom<unknown>('observed', false)),
+        restartQuarantine: fc.oneof(anyNumber, fc.constantFrom<unknown>('auto', 'observed', false)),
       },
       { requiredKeys: [] },
     );
@@ -451,7 +451,7 @@ describe('property: numeric options', () => {
             driftFactor: opts.driftFactor ?? 0.01,
             nodeTimeout: opts.nodeTimeout ?? 200,
             acquireTimeout: opts.acquireTimeout ?? 10_000,
-            restartQuarantine: opts.restartQuarantine ?? 'observed',
+            restartQuarantine: opts.restartQuarantine ?? 'auto',
           };
           let m: LockManager | undefined;
           try {

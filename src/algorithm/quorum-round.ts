@@ -1,7 +1,7 @@
 import type { RedisNode } from '../adapters/index.js';
 import { monotonicNow } from '../clock.js';
 import { InvalidArgumentError, LockError, LockTimeoutError, NodeError, QuorumError, type NodeFailure } from '../errors.js';
-import { encodeResource, markerKey } from '../keys.js';
+import { encodeResource, markerKey, slotMarkerFor } from '../keys.js';
 import { Lock, runWhileHeld, type LockHost } from '../lock.js';
 import {
   driftOf,
@@ -13,11 +13,11 @@ import {
 } from '../options.js';
 import { scripts } from '../scripts/index.js';
 import { backoffDelay } from './backoff.js';
-import { guard } from './wait.js';
+import { guard, throwIfQuarantineOutlasts } from './wait.js';
 import { ANYONE, Wakeup, type ReleaseNotifications, type Watch } from './notifications.js';
-import { Quarantine } from './quarantine.js';
-import { Redlock, type Attempt, type Grant, type LeaseOps, type NodeErrorReport } from './redlock.js';
-import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
+import type { NodeReport } from './node-health.js';
+import { Redlock, type Attempt, type Grant, type LeaseOps, type NodeErrorReport, type RoundReply } from './redlock.js';
+import { countGrants, type GrantCount } from './trust.js';
 
 /**
  * The quorum machinery shared by the semaphore and the read-write lock (the
@@ -25,7 +25,7 @@ import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
  * sends a primitive's acquire script to every node in parallel, each request
  * bounded by nodeTimeout, counts the grants against floor(N/2) + 1 with the
  * mutex's trust rule (trust.ts) and restart quarantine, agrees on the fence
- * (the largest counter among the grants, written back with raise-fence.lua),
+ * (the largest node counter among the grants, written back with raise-fence.lua),
  * and takes the same validity as the mutex:
  *
  *   validity = ttl - elapsed - drift,   drift = floor(ttl * driftFactor) + 2
@@ -40,17 +40,15 @@ export interface PrimitiveHost {
   readonly lockHost: LockHost;
   /** aborts (reason: ManagerClosedError) when the manager closes */
   readonly closing: AbortSignal;
-  readonly quarantine: Quarantine;
   readonly reportNodeError: NodeErrorReport;
   /** the manager now holds this lock: close() releases it */
   track(lock: Lock): void;
 }
 
-export function primitiveHost(parts: Omit<PrimitiveHost, 'quarantine' | 'reportNodeError'>): PrimitiveHost {
-  const { redlock, lockHost } = parts;
+export function primitiveHost(parts: Omit<PrimitiveHost, 'reportNodeError'>): PrimitiveHost {
+  const { lockHost } = parts;
   return {
     ...parts,
-    quarantine: new Quarantine(redlock.options.restartQuarantine, redlock.nodes.length),
     reportNodeError: (node, error, operation, resources) => lockHost.emit('nodeError', { node: node.name, error, operation, resources }),
   };
 }
@@ -60,36 +58,41 @@ export interface NameKeys {
   readonly name: string;
   /** `<prefix>{<name>}`: a primitive adds its own `:suffix` keys to it */
   readonly base: string;
-  /** the fence hash, in the mutex's format: a mutex, semaphore and read-write lock of one name share the counter */
+  /** fencelock 0.1's per-name counter, folded into the node's counter (see _node-state.lua) */
   readonly fence: string;
   /** release notifications */
   readonly channel: string;
-  /** the epoch marker on a Cluster node (a script may only touch one slot there) */
+  /** the marker on a Cluster node: that of the name's slot (a script may only touch one slot there) */
   readonly slotMarker: string;
-  /** the per-node epoch marker */
+  /** the per-node marker */
   readonly marker: string;
 }
 
 export function nameKeys(prefix: string, name: string): NameKeys {
   const base = `${prefix}{${encodeResource(name)}}`;
-  return { name, base, fence: `${base}:fence`, channel: `${base}:released`, slotMarker: `${base}:epoch`, marker: markerKey(prefix) };
+  const fence = `${base}:fence`;
+  return {
+    name,
+    base,
+    fence,
+    channel: `${base}:released`,
+    get slotMarker() {
+      return slotMarkerFor(prefix, fence);
+    },
+    marker: markerKey(prefix),
+  };
 }
 
 function markerOn(node: RedisNode, keys: NameKeys): string {
   return node.isCluster ? keys.slotMarker : keys.marker;
 }
 
-/** The marker the quarantine tracks: the node's one marker (''), or on a Cluster node the name's own. */
+/** The marker the quarantine tracks: the node's one marker (''), or on a Cluster node the name's slot's. */
 function scopeOn(node: RedisNode, keys: NameKeys): string {
   return node.isCluster ? keys.slotMarker : '';
 }
 
-interface NodeState {
-  readonly epoch: string;
-  readonly age: number;
-  readonly nodeTrusted: boolean;
-  readonly resourcesTrusted: boolean;
-}
+type NodeState = NodeReport & { readonly epoch: string };
 
 type Reply =
   | ({ kind: 'granted'; fence: bigint; slot: string } & NodeState)
@@ -118,11 +121,12 @@ export interface Round {
   readonly ttl: number;
   /**
    * Runs the primitive's acquire script on a node. `slot`: '' lets the node
-   * choose; otherwise the node must grant exactly that slot. The reply is
-   * `{1, fence, epoch, age, nodeTrusted, resourceTrusted, slot?}` or
-   * `{0, retryAfter, epoch, age, nodeTrusted, resourceTrusted}`.
+   * choose; otherwise the node must grant exactly that slot. `wantAge`: the
+   * node reports its marker's age even when trusted. The reply is
+   * `{1, fence, epoch, age, trusted, longest ttl, slot?}` or
+   * `{0, retryAfter, epoch, age, trusted, longest ttl}`.
    */
-  ask(node: RedisNode, marker: string, slot: string): Promise<unknown>;
+  ask(node: RedisNode, marker: string, slot: string, wantAge: boolean): Promise<unknown>;
   /** Ask one node first, and the others for the slot it chose: a semaphore's permit must hold one slot on a quorum. */
   readonly leaderFirst: boolean;
   /** The hold a grant of `slot` is, for extending and releasing it. */
@@ -136,9 +140,11 @@ export async function quorumRound(host: PrimitiveHost, round: Round): Promise<At
   const { redlock } = host;
   const { nodes, quorum } = redlock;
   const name = round.keys.name;
+  redlock.health.used(round.ttl);
+  const wantAge = redlock.health.wantAge(monotonicNow());
   const ask = (i: number, slot: string): Promise<Reply> => {
     const node = nodes[i] as RedisNode;
-    return round.ask(node, markerOn(node, round.keys), slot).then(
+    return round.ask(node, markerOn(node, round.keys), slot, wantAge).then(
       (reply) => parseReply(reply, node),
       (error: Error): Reply => ({ kind: 'error', error }),
     );
@@ -153,7 +159,6 @@ export async function quorumRound(host: PrimitiveHost, round: Round): Promise<At
   } else {
     replies = await Promise.all(nodes.map((_, i) => ask(i, '')));
   }
-  const now = monotonicNow();
 
   // The slot most nodes granted is ours; grants of other slots (nodes that chose differently) are contention.
   const votes = new Map<string, number>();
@@ -161,28 +166,20 @@ export async function quorumRound(host: PrimitiveHost, round: Round): Promise<At
   const slot = [...votes].sort((a, b) => b[1] - a[1])[0]?.[0] ?? '';
 
   const failures: NodeFailure[] = [];
-  const waits: number[] = [];
-  const answers = replies.map((reply, i): NodeAnswer => {
-    const node = nodes[i] as RedisNode;
-    if (reply.kind === 'error') {
-      failures.push({ node: node.name, error: reply.error });
-      host.reportNodeError(node, reply.error, 'acquire', [name]);
-      return { kind: 'error', nodeTrusted: false, resourcesTrusted: false, quarantined: false };
-    }
-    const scope = scopeOn(node, round.keys);
-    host.quarantine.observe(i, reply.epoch, now, scope);
-    const ours = reply.kind === 'granted' && reply.slot === slot;
-    if (!ours) waits.push(reply.kind === 'held' ? (reply.retryAfter < 0 ? Infinity : reply.retryAfter) : 0);
-    const excluded = ours ? host.quarantine.excludes(i, round.ttl, reply.age, now, scope) : undefined;
-    if (excluded) failures.push({ node: node.name, error: new NodeError(node.name, excluded) });
-    const { nodeTrusted, resourcesTrusted } = reply;
-    return { kind: ours ? 'granted' : 'held', nodeTrusted, resourcesTrusted, quarantined: excluded !== undefined };
+  const judged = replies.map((r): RoundReply => {
+    if (r.kind === 'error' || (r.kind === 'granted' && r.slot === slot)) return r;
+    // Refused, or granted another slot (a split round): what blocks us there ends after `wait` ms.
+    const wait = r.kind === 'held' ? (r.retryAfter < 0 ? Infinity : r.retryAfter) : 0;
+    return { ...r, kind: 'held', wait, ahead: false };
   });
+  const answers = redlock.judge(
+    judged,
+    nodes.map((node) => scopeOn(node, round.keys)),
+    [name],
+    failures,
+  );
   const count = countGrants(answers, quorum);
-  for (const i of count.untrusted) {
-    const node = (nodes[i] as RedisNode).name;
-    failures.push({ node, error: new NodeError(node, 'its fence counter for this name is not known to be complete and not repaired yet') });
-  }
+  redlock.nameUntrusted(count, failures);
   if (count.counted.length >= quorum) {
     const grant = await agreeOnFence(host, round, slot, start, replies, count, failures);
     if (grant) return { kind: 'acquired', grant };
@@ -196,13 +193,8 @@ export async function quorumRound(host: PrimitiveHost, round: Round): Promise<At
         : round.undo(node).catch((error: Error) => host.reportNodeError(node, error, 'release', [name])),
     ),
   );
-  if (waits.length > nodes.length - quorum) {
-    // What blocks us must end on enough of the refusing nodes before a quorum is free.
-    const needed = waits.length - (nodes.length - quorum);
-    return { kind: 'busy', retryAfter: waits.sort((a, b) => a - b)[needed - 1] as number, busyNodes: needed, behind: false };
-  }
-  if (count.counted.length < quorum) return { kind: 'no-quorum', successes: count.counted.length, needed: quorum, failures };
-  return { kind: 'expired' };
+  if (count.counted.length >= quorum) return { kind: 'expired' };
+  return redlock.shortOf(answers, count, failures);
 }
 
 /** The mutex's fence agreement (see Redlock.agreeOnFence): the largest counter, written back to whoever had less. */
@@ -220,14 +212,14 @@ async function agreeOnFence(
   const fence = replies.reduce((max, r) => (mine(r) && r.fence > max ? r.fence : max), 0n);
   const repair = replies.flatMap((r, i) => {
     if (r.kind === 'error' || (!mine(r) && !count.bootstrap)) return [];
-    const needed = count.bootstrap || (mine(r) && r.fence < fence) || !(r.nodeTrusted || r.resourcesTrusted);
+    const needed = count.bootstrap || (mine(r) && r.fence < fence) || !r.trusted;
     return needed ? [{ i, epoch: r.epoch }] : [];
   });
   const repaired = new Set<number>();
   await Promise.all(
     repair.map(async ({ i, epoch }) => {
-      const keys = [round.keys.fence, markerOn(redlock.nodes[i] as RedisNode, round.keys)];
-      if (await redlock.raiseFenceOn(i, keys, fence, epoch, count.bootstrap, [round.keys.name], failures)) repaired.add(i);
+      const marker = markerOn(redlock.nodes[i] as RedisNode, round.keys);
+      if (await redlock.raiseFenceOn(i, marker, fence, epoch, count.bootstrap, [round.keys.name], failures)) repaired.add(i);
     }),
   );
   const needsRepair = new Set(repair.map(({ i }) => i));
@@ -245,6 +237,7 @@ function holdOps(host: PrimitiveHost, keys: NameKeys, hold: Hold): LeaseOps {
   const timeout = redlock.options.nodeTimeout;
   return {
     async extend(grant, ttl) {
+      redlock.health.used(ttl);
       const leaseKeys = (node: RedisNode): string[] =>
         hold.excludedBy ? [hold.key, markerOn(node, keys), hold.excludedBy] : [hold.key, markerOn(node, keys)];
       const start = monotonicNow();
@@ -255,7 +248,7 @@ function holdOps(host: PrimitiveHost, keys: NameKeys, hold: Hold): LeaseOps {
           node.run(scripts.leaseExtend, leaseKeys(node), [hold.kind, hold.member, String(ttl), grant.epochs[i] ?? ''], timeout).then(
             (reply) => {
               const [ok, epoch] = Array.isArray(reply) ? (reply as unknown[]) : [];
-              host.quarantine.observe(i, typeof epoch === 'string' ? epoch : null, monotonicNow(), scopeOn(node, keys));
+              redlock.health.observe(i, typeof epoch === 'string' ? epoch : null, monotonicNow(), scopeOn(node, keys));
               // Held there under this epoch from now on (it may have been written back after a restart).
               if (Number(ok) === 1 && typeof epoch === 'string') epochs[i] = epoch;
               return Number(ok) === 1;
@@ -304,13 +297,8 @@ export function releaseOn(
 function parseReply(reply: unknown, node: RedisNode): Reply {
   if (!Array.isArray(reply) || reply.length < 6)
     throw new NodeError(node.name, `unexpected acquire script reply: ${JSON.stringify(reply)}`);
-  const [ok, value, epoch, age, nodeTrusted, resourcesTrusted, slot] = reply as unknown[];
-  const state: NodeState = {
-    epoch: String(epoch),
-    age: Number(age),
-    nodeTrusted: Number(nodeTrusted) === 1,
-    resourcesTrusted: Number(resourcesTrusted) === 1,
-  };
+  const [ok, value, epoch, age, trusted, longest, slot] = reply as unknown[];
+  const state: NodeState = { epoch: String(epoch), age: Number(age), trusted: Number(trusted) === 1, longest: Number(longest) };
   if (Number(ok) !== 1) return { kind: 'held', retryAfter: Number(value), ...state };
   const text = String(value);
   if (!/^\d+$/.test(text))
@@ -413,6 +401,7 @@ async function waitRounds(
         noQuorumBefore = true;
         continue;
       }
+      throwIfQuarantineOutlasts(last, [name], deadline);
       noQuorumBefore = false;
       const why = last.kind === 'expired' ? 'a quorum answered, but too slowly to leave any validity' : 'held by others';
       if (!waits || monotonicNow() >= deadline) throw new LockTimeoutError([name], o.timeout, why);
@@ -425,7 +414,7 @@ async function waitRounds(
       }
       const left = deadline - monotonicNow();
       const backoff = backoffDelay(o.retry, retries++);
-      const delay = last.kind === 'busy' ? Math.min(backoff, last.retryAfter + 1, left) : Math.min(backoff, left);
+      const delay = last.kind === 'expired' ? Math.min(backoff, left) : Math.min(last.kind === 'busy' ? backoff : Infinity, last.retryAfter + 1, left);
       const reason = await wakeup.wait(delay, last.kind === 'busy' ? last.busyNodes : 1, signal);
       if (monotonicNow() >= deadline) throw new LockTimeoutError([name], o.timeout, why);
       host.lockHost.emit('retry', { resources: [name], attempt: retries, reason, waited: monotonicNow() - started });

@@ -1,13 +1,14 @@
 import type { RedisNode } from '../adapters/index.js';
 import { monotonicNow } from '../clock.js';
 import { NodeError, type NodeFailure } from '../errors.js';
-import { keysFor, markerKey, type ResourceKeys } from '../keys.js';
+import { keysFor, markerKey, slotMarkerFor, type ResourceKeys } from '../keys.js';
 import { driftOf, type ResolvedManagerOptions, type WaitForReplicas } from '../options.js';
 import { scripts } from '../scripts/index.js';
 import { ExtendBatcher, type NodeExtendReply } from './extend-batch.js';
-import { Quarantine } from './quarantine.js';
+import { NodeHealth, type NodeReport } from './node-health.js';
 import { randomHex, randomSlice } from './random.js';
-import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
+import { Repairs } from './repair.js';
+import { countGrants, shortfall, type GrantCount, type NodeAnswer } from './trust.js';
 
 /**
  * The protocol, in one place. One node is the single-instance lock; N nodes
@@ -41,8 +42,14 @@ export interface LeaseOps {
 }
 
 const UNTRUSTED =
-  'its fence counter for this resource is not known to be complete (the node is new to this deployment or lost its data) ' +
-  'and not repaired yet: its grant counts once a quorum of trustworthy nodes (or every node) answers';
+  'its fence counter is not known to be complete (the node lost its data) and not repaired yet: ' +
+  'its grant counts once it is repaired, or while every node answers';
+
+/** Why a quarantined node's grant does not count, and when it will. */
+function quarantined(left: number): string {
+  const until = new Date(Date.now() + left).toISOString();
+  return `lost its data: in restart quarantine, counts again in ${left} ms (at ${until}) (restartQuarantine)`;
+}
 
 /** The longest a connection that has never been ready may take for its first handshake. */
 const FIRST_CONNECT_MS = 1_000;
@@ -66,6 +73,14 @@ export type Attempt =
     }
   /** Not enough nodes answered; contention was not the reason. */
   | { readonly kind: 'no-quorum'; readonly successes: number; readonly needed: number; readonly failures: readonly NodeFailure[] }
+  /** Nobody holds it, but nodes in restart quarantine count again only `retryAfter` ms from now. */
+  | {
+      readonly kind: 'quarantined';
+      readonly retryAfter: number;
+      readonly successes: number;
+      readonly needed: number;
+      readonly failures: readonly NodeFailure[];
+    }
   /** A quorum said yes but too late: the lease was used up on the way (slow nodes, drift). */
   | { readonly kind: 'expired' };
 
@@ -73,19 +88,27 @@ export interface NodeErrorReport {
   (node: RedisNode, error: Error, operation: string, resources: readonly string[]): void;
 }
 
-interface NodeState {
-  epoch: string;
-  /** ms since this node's data was created (its marker) */
-  age: number;
-  nodeTrusted: boolean;
-  resourcesTrusted: boolean;
+/** How the manager hears of nodes: errors, and a node's data loss and repair (events of the same names). */
+export interface NodeEvents {
+  readonly nodeError: NodeErrorReport;
+  nodeQuarantined(node: RedisNode, left: number): void;
+  nodeRepaired(node: RedisNode, countersRaised: number, ms: number): void;
 }
+
+type NodeState = NodeReport & { readonly epoch: string };
 
 type AcquireReply =
   | ({ kind: 'granted'; fence: bigint } & NodeState)
   /** held by another owner (pttl > 0 or -1), or free but another waiter is ahead of us (`ahead`) */
   | ({ kind: 'held'; pttl: number; ahead: boolean } & NodeState)
   | { kind: 'error'; error: Error };
+
+/** One node's reply to any primitive's acquire round, as `judge` takes it. */
+export type RoundReply =
+  | ({ readonly kind: 'granted' } & NodeState)
+  /** `wait`: ms until what blocks us there ends (Infinity: unknown); `ahead`: a waiter is ahead of us */
+  | ({ readonly kind: 'held'; readonly wait: number; readonly ahead: boolean } & NodeState)
+  | { readonly kind: 'error'; readonly error: Error };
 
 /** How one acquire round takes its place in the resources' wait queues. */
 export interface QueueOptions {
@@ -108,7 +131,11 @@ export class Redlock {
    */
   readonly managerId = randomSlice(6).toString('base64url');
   private readonly marker: string;
-  private readonly quarantine: Quarantine;
+  /** restart quarantine: which nodes lost their data, and until when their grants do not count */
+  readonly health: NodeHealth;
+  /** background repair of nodes that lost their data */
+  readonly repairs: Repairs;
+  private readonly reportNodeError: NodeErrorReport;
   /** node indexes sorted by address: every process picks the same leader whatever order it lists the nodes in */
   private readonly byName: readonly number[];
   /** monotonic time of each node's last failed acquire request */
@@ -121,11 +148,24 @@ export class Redlock {
   constructor(
     readonly nodes: readonly RedisNode[],
     readonly options: ResolvedManagerOptions,
-    private readonly reportNodeError: NodeErrorReport,
+    events: NodeEvents,
   ) {
     this.quorum = Math.floor(nodes.length / 2) + 1;
     this.marker = markerKey(options.keyPrefix);
-    this.quarantine = new Quarantine(options.restartQuarantine, nodes.length);
+    this.reportNodeError = events.nodeError;
+    this.health = new NodeHealth(options.restartQuarantine, nodes.length, options.driftFactor, (i, left) =>
+      events.nodeQuarantined(nodes[i] as RedisNode, left),
+    );
+    this.repairs = new Repairs({
+      nodes,
+      quorum: this.quorum,
+      nodeTimeout: options.nodeTimeout,
+      keyPrefix: options.keyPrefix,
+      health: this.health,
+      markerOn: (j, scope) => this.markerOn(j, scope),
+      repaired: (i, raised, ms) => events.nodeRepaired(nodes[i] as RedisNode, raised, ms),
+      reportNodeError: (node, error, operation) => events.nodeError(node, error, operation, []),
+    });
     this.byName = nodes
       .map((n, i) => [n.name, i] as const)
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -138,14 +178,25 @@ export class Redlock {
     return resources.map((r) => keysFor(this.options.keyPrefix, r));
   }
 
-  /** The epoch marker key on node i: one per node, or one per slot on a Cluster node. */
-  private markerFor(i: number, keys: readonly ResourceKeys[]): string {
-    return (this.nodes[i] as RedisNode).isCluster ? (keys[0] as ResourceKeys).slotMarker : this.marker;
+  /** The marker (see _node-state.lua) on node i for a lock on `keys`: the node's one, or on a Cluster node its slot's. */
+  markerFor(i: number, keys: readonly ResourceKeys[]): string {
+    return (this.nodes[i] as RedisNode).isCluster ? slotMarkerFor(this.options.keyPrefix, (keys[0] as ResourceKeys).lock) : this.marker;
   }
 
-  /** Which marker the quarantine tracks for these keys on node i: the node's one marker, or (Cluster) the resource's. */
-  private scopeFor(i: number, keys: readonly ResourceKeys[]): string {
+  /** Which marker the quarantine tracks for these keys on node i: the node's one (''), or on a Cluster node its slot's. */
+  scopeFor(i: number, keys: readonly ResourceKeys[]): string {
     return (this.nodes[i] as RedisNode).isCluster ? this.markerFor(i, keys) : '';
+  }
+
+  /**
+   * The marker on node j that covers what marker `scope` covers (scope '': a whole standalone node; else a
+   * Cluster slot's marker key). A standalone node's counter covers every slot; one slot of a Cluster node
+   * does not cover a whole standalone node, so there is none then.
+   */
+  private markerOn(j: number, scope: string): string | undefined {
+    const cluster = (this.nodes[j] as RedisNode).isCluster;
+    if (scope === '') return cluster ? undefined : this.marker;
+    return cluster ? scope : this.marker;
   }
 
   /** Runs `work` in the background; `settle()` waits for it. Never rejects. */
@@ -183,7 +234,10 @@ export class Redlock {
   }
 
   /**
-   * One acquire round. On any failure, it has already released what it took.
+   * One acquire round, read top to bottom: send the acquire script to every node (sendAcquire), judge the
+   * replies (trust, restart quarantine: judge + countGrants), agree on the fence and write it back
+   * (agreeOnFence), then keep the lock or clean up and say why not (shortfall). On any failure it has
+   * already released what it took.
    *
    * `leaderFirst` (used by waiters on their retries): ask one node first, and
    * only if it grants, the others. Waiters woken by the same release would
@@ -200,83 +254,22 @@ export class Redlock {
     queue: QueueOptions = NO_QUEUE,
     leaderFirst = false,
   ): Promise<Attempt> {
+    this.health.used(ttl);
     const keys = this.keys(resources);
-    const keyArgs = (i: number): string[] => [
-      ...keys.map((k) => k.lock),
-      ...keys.map((k) => k.fence),
-      ...keys.map((k) => k.queue),
-      ...keys.map((k) => k.leases),
-      this.markerFor(i, keys),
-    ];
-    const args = [
-      token,
-      String(ttl),
-      String(resources.length),
-      randomHex(8),
-      queue.ticket,
-      String(queue.lease),
-      queue.fair ? '1' : '0',
-      typeof this.options.restartQuarantine === 'number' ? '1' : '0',
-    ];
-    // A connection not yet up (a manager built from URLs a moment ago) may take longer, within what the lease allows.
-    const firstConnect = Math.max(this.options.nodeTimeout, Math.min(FIRST_CONNECT_MS, Math.floor(ttl / 3)));
-    const ask = (i: number): Promise<AcquireReply> => {
-      const node = this.nodes[i] as RedisNode;
-      return node
-        .run(scripts.acquire, keyArgs(i), args, this.options.nodeTimeout, firstConnect)
-        .then((reply) => parseAcquireReply(arrayReply(reply, 6, node, 'acquire'), node))
-        .then((reply) => (reply.kind === 'granted' && this.options.waitForReplicas ? this.replicated(i, keys, reply) : reply))
-        .then(undefined, (error: Error): AcquireReply => {
-          this.lastFailure[i] = monotonicNow();
-          return { kind: 'error', error };
-        });
-    };
     const start = monotonicNow();
-    let replies: AcquireReply[];
-    const leader = this.leaderFor(resources);
-    if (leaderFirst && this.nodes.length > 1 && start - (this.lastFailure[leader] as number) > LEADER_COOLDOWN_MS) {
-      const first = await ask(leader);
-      if (first.kind === 'held') {
-        this.quarantine.observe(leader, first.epoch, monotonicNow(), this.scopeFor(leader, keys));
-        return { kind: 'busy', retryAfter: first.pttl < 0 ? Infinity : first.pttl, busyNodes: 1, behind: first.ahead, leader };
-      }
-      replies = await Promise.all(this.nodes.map((_, i) => (i === leader ? first : ask(i))));
-    } else {
-      replies = await Promise.all(this.nodes.map((_, i) => ask(i)));
-    }
-    const now = monotonicNow();
+    const replies = await this.sendAcquire(resources, keys, token, ttl, queue, leaderFirst);
+    if (!Array.isArray(replies)) return replies;
 
     const failures: NodeFailure[] = [];
-    const heldFor: number[] = [];
-    const answers = replies.map((reply, i): NodeAnswer => {
-      const node = this.nodes[i] as RedisNode;
-      if (reply.kind === 'error') {
-        failures.push({ node: node.name, error: reply.error });
-        this.reportNodeError(node, reply.error, 'acquire', resources);
-        return { kind: 'error', nodeTrusted: false, resourcesTrusted: false, quarantined: false };
-      }
-      const scope = this.scopeFor(i, keys);
-      this.quarantine.observe(i, reply.epoch, now, scope);
-      // A free node where another waiter is ahead blocks us for as long as that waiter's turn takes, which no
-      // TTL tells: count it as unbounded, so the wait falls back to the backoff instead of retrying at once.
-      if (reply.kind === 'held') heldFor.push(reply.pttl < 0 || (reply.pttl === 0 && reply.ahead) ? Infinity : reply.pttl);
-      const excluded = reply.kind === 'granted' ? this.quarantine.excludes(i, ttl, reply.age, now, scope) : undefined;
-      if (excluded) failures.push({ node: node.name, error: new NodeError(node.name, excluded) });
-      return {
-        kind: reply.kind,
-        nodeTrusted: reply.nodeTrusted,
-        resourcesTrusted: reply.resourcesTrusted,
-        quarantined: excluded !== undefined,
-      };
-    });
+    const answers = this.judge(
+      replies.map((r) => (r.kind === 'held' ? { ...r, wait: r.pttl < 0 || (r.pttl === 0 && r.ahead) ? Infinity : r.pttl } : r)),
+      this.nodes.map((_, i) => this.scopeFor(i, keys)),
+      resources,
+      failures,
+    );
     const count = countGrants(answers, this.quorum);
-    for (const i of count.untrusted) {
-      const name = (this.nodes[i] as RedisNode).name;
-      failures.push({ node: name, error: new NodeError(name, UNTRUSTED) });
-    }
-    const winners = count.counted;
-
-    if (winners.length >= this.quorum) {
+    this.nameUntrusted(count, failures);
+    if (count.counted.length >= this.quorum) {
       const grant = await this.agreeOnFence(resources, keys, token, ttl, start, replies, count, failures);
       if (grant) {
         // Nodes that said "held" (the last holder's key was still there) queued us: leave those queues,
@@ -291,16 +284,106 @@ export class Redlock {
     // nodes and nodes whose answer we never saw. Nodes that answered "held" wrote nothing.
     const touched = this.nodes.map((_, i) => i).filter((i) => replies[i]?.kind !== 'held');
     await this.releaseOn(touched, keys, token, resources);
+    if (count.counted.length >= this.quorum) return { kind: 'expired' };
+    return this.shortOf(answers, count, failures);
+  }
 
-    if (heldFor.length > this.nodes.length - this.quorum) {
-      // The holder's keys must vanish from enough of the busy nodes before a quorum is free.
-      const needed = heldFor.length - (this.nodes.length - this.quorum);
-      const retryAfter = heldFor.sort((a, b) => a - b)[needed - 1] as number;
-      const behind = replies.filter((r) => r.kind === 'held' && r.ahead).length > this.nodes.length - this.quorum;
-      return { kind: 'busy', retryAfter, busyNodes: needed, behind };
+  /** The acquire script on every node in parallel (or on the leader first): each node's reply or error. */
+  private async sendAcquire(
+    resources: readonly string[],
+    keys: ResourceKeys[],
+    token: string,
+    ttl: number,
+    queue: QueueOptions,
+    leaderFirst: boolean,
+  ): Promise<AcquireReply[] | Attempt> {
+    const keyArgs = (i: number): string[] => [
+      ...keys.map((k) => k.lock),
+      ...keys.map((k) => k.fence),
+      ...keys.map((k) => k.queue),
+      ...keys.map((k) => k.leases),
+      this.markerFor(i, keys),
+    ];
+    const start = monotonicNow();
+    const args = [
+      token,
+      String(ttl),
+      String(resources.length),
+      randomHex(8),
+      queue.ticket,
+      String(queue.lease),
+      queue.fair ? '1' : '0',
+      this.health.wantAge(start) ? '1' : '0',
+    ];
+    // A connection not yet up (a manager built from URLs a moment ago) may take longer, within what the lease allows.
+    const firstConnect = Math.max(this.options.nodeTimeout, Math.min(FIRST_CONNECT_MS, Math.floor(ttl / 3)));
+    const ask = (i: number): Promise<AcquireReply> => {
+      const node = this.nodes[i] as RedisNode;
+      return node
+        .run(scripts.acquire, keyArgs(i), args, this.options.nodeTimeout, firstConnect)
+        .then((reply) => parseAcquireReply(arrayReply(reply, 6, node, 'acquire'), node))
+        .then((reply) => (reply.kind === 'granted' && this.options.waitForReplicas ? this.replicated(i, keys, reply) : reply))
+        .then(undefined, (error: Error): AcquireReply => {
+          this.lastFailure[i] = monotonicNow();
+          return { kind: 'error', error };
+        });
+    };
+    const leader = this.leaderFor(resources);
+    if (!leaderFirst || this.nodes.length === 1 || start - (this.lastFailure[leader] as number) <= LEADER_COOLDOWN_MS)
+      return Promise.all(this.nodes.map((_, i) => ask(i)));
+    const first = await ask(leader);
+    if (first.kind === 'held') {
+      this.health.observe(leader, first.epoch, monotonicNow(), this.scopeFor(leader, keys));
+      return { kind: 'busy', retryAfter: first.pttl < 0 ? Infinity : first.pttl, busyNodes: 1, behind: first.ahead, leader };
     }
-    if (winners.length < this.quorum) return { kind: 'no-quorum', successes: winners.length, needed: this.quorum, failures };
-    return { kind: 'expired' };
+    return Promise.all(this.nodes.map((_, i) => (i === leader ? first : ask(i))));
+  }
+
+  /**
+   * One round's replies as trust.ts counts them: records each node's epoch, applies the restart quarantine
+   * (node-health.ts), schedules the repair of nodes that lost their data (repair.ts), and names in
+   * `failures` every node whose answer cannot count (errors, quarantines). Shared by every primitive.
+   */
+  judge(
+    replies: ReadonlyArray<RoundReply>,
+    scopes: readonly string[],
+    resources: readonly string[],
+    failures: NodeFailure[],
+  ): NodeAnswer[] {
+    const now = monotonicNow();
+    const reports = replies.map((r) => (r.kind === 'error' ? undefined : r));
+    const quarantine = this.health.assess(reports, scopes, now);
+    const anyTrusted = reports.some((r) => r?.trusted === true);
+    return replies.map((reply, i): NodeAnswer => {
+      const node = this.nodes[i] as RedisNode;
+      if (reply.kind === 'error') {
+        failures.push({ node: node.name, error: reply.error });
+        this.reportNodeError(node, reply.error, 'acquire', resources);
+        return { kind: 'error', trusted: false, quarantine: 0, wait: 0, ahead: false };
+      }
+      // Lost its data while others kept theirs: repair it once its quarantine is over.
+      if (!reply.trusted && anyTrusted && reply.epoch !== null) this.repairs.schedule(i, scopes[i] ?? '', reply.epoch, quarantine[i] ?? 0);
+      const left = reply.kind === 'granted' ? (quarantine[i] ?? 0) : 0;
+      if (left > 0) failures.push({ node: node.name, error: new NodeError(node.name, quarantined(left)) });
+      const held = reply.kind === 'held';
+      return { kind: reply.kind, trusted: reply.trusted, quarantine: left, wait: held ? reply.wait : 0, ahead: held && reply.ahead };
+    });
+  }
+
+  /** Names the granting nodes whose counters nobody can trust yet, for the QuorumError. */
+  nameUntrusted(count: GrantCount, failures: NodeFailure[]): void {
+    for (const i of count.untrusted) {
+      const name = (this.nodes[i] as RedisNode).name;
+      failures.push({ node: name, error: new NodeError(name, UNTRUSTED) });
+    }
+  }
+
+  /** A round that won no quorum, as an Attempt (see trust.ts shortfall). */
+  shortOf(answers: readonly NodeAnswer[], count: GrantCount, failures: NodeFailure[]): Attempt {
+    const verdict = shortfall(answers, count, this.quorum);
+    if (verdict.kind === 'no-quorum') return { kind: 'no-quorum', successes: count.counted.length, needed: this.quorum, failures };
+    if (verdict.kind === 'quarantined') return { ...verdict, successes: count.counted.length, needed: this.quorum, failures };
+    return verdict;
   }
 
   /**
@@ -317,8 +400,8 @@ export class Redlock {
 
   /**
    * The fence is the largest counter among the granting nodes, written back to
-   * those that had less (and to those whose counter was not trustworthy, which
-   * this repairs): the next holder's quorum overlaps ours in at least one
+   * those that had less (and to untrusted ones counted by the "every node
+   * answered" rule): the next holder's quorum overlaps ours in at least one
    * trustworthy node, whose counter then already exceeds our fence.
    */
   private async agreeOnFence(
@@ -338,7 +421,7 @@ export class Redlock {
     // a new deployment does not leave its other nodes untrusted for every later resource.
     const repair = replies.flatMap((r, i) => {
       if (r.kind === 'error' || (r.kind === 'held' && !count.bootstrap)) return [];
-      const needed = count.bootstrap || (r.kind === 'granted' && r.fence < fence) || !(r.nodeTrusted || r.resourcesTrusted);
+      const needed = count.bootstrap || (r.kind === 'granted' && r.fence < fence) || !r.trusted;
       return needed ? [{ i, r }] : [];
     });
     const needsRepair = new Set(repair.map(({ i }) => i));
@@ -346,14 +429,13 @@ export class Redlock {
     // (they answered "held" last time, so missed an increment) are raised in the background, which saves
     // a round trip on most contended acquires. Repairs of trust (bootstrap, untrusted counters) are awaited.
     const atFence = count.counted.filter((i) => !needsRepair.has(i)).length;
-    const lagOnly = (r: AcquireReply): boolean => !count.bootstrap && r.kind === 'granted' && (r.nodeTrusted || r.resourcesTrusted);
+    const lagOnly = (r: AcquireReply): boolean => !count.bootstrap && r.kind === 'granted' && r.trusted;
     const lazy = atFence >= this.quorum ? repair.filter(({ r }) => lagOnly(r)) : [];
     const lazySet = new Set(lazy.map(({ i }) => i));
     const repaired = new Set<number>();
     const raise = async ({ i, r }: { i: number; r: AcquireReply }): Promise<void> => {
-      const fenceKeys = [...keys.map((k) => k.fence), this.markerFor(i, keys)];
       const epoch = r.kind === 'error' ? '' : r.epoch;
-      if (await this.raiseFenceOn(i, fenceKeys, fence, epoch, count.bootstrap, resources, failures)) repaired.add(i);
+      if (await this.raiseFenceOn(i, this.markerFor(i, keys), fence, epoch, count.bootstrap, resources, failures)) repaired.add(i);
     };
     for (const lagging of lazy) void raise(lagging);
     await Promise.all(repair.filter(({ i }) => !lazySet.has(i)).map(raise));
@@ -372,6 +454,7 @@ export class Redlock {
    * extended and validity is left; otherwise with the failures, and the lock is lost.
    */
   async extend(grant: Grant, ttl: number): Promise<{ grant: Grant } | { failures: NodeFailure[]; extended: number }> {
+    this.health.used(ttl);
     const keys = this.keys(grant.resources);
     const keyArgs = (i: number): string[] => [...keys.map((k) => k.lock), this.markerFor(i, keys)];
     const start = monotonicNow();
@@ -392,7 +475,7 @@ export class Redlock {
       this.nodes.map((node, i) =>
         extendOn(i).then(
           ({ extended, epoch }) => {
-            this.quarantine.observe(i, epoch, monotonicNow(), this.scopeFor(i, keys));
+            this.health.observe(i, epoch, monotonicNow(), this.scopeFor(i, keys));
             if (epoch !== null && extended === keys.length) epochs[i] = epoch;
             return extended;
           },
@@ -413,13 +496,13 @@ export class Redlock {
   }
 
   /**
-   * raise-fence.lua on node i: raise `fenceKeys`' counters to at least `fence` (and mark them trusted),
-   * refused if the node lost its data since it had `epoch`. Resolves true when done; on failure, records
-   * it in `failures`, reports it as a 'fence write-back' node error, and resolves false.
+   * raise-fence.lua on node i: raise the counter of `marker` to at least `fence` (on bootstrap, also mark
+   * the node trusted), refused if the node lost its data since it had `epoch`. Resolves true when done; on
+   * failure, records it in `failures`, reports it as a 'fence write-back' node error, and resolves false.
    */
   raiseFenceOn(
     i: number,
-    fenceKeys: readonly string[],
+    marker: string,
     fence: bigint,
     epoch: string,
     bootstrap: boolean,
@@ -428,7 +511,7 @@ export class Redlock {
   ): Promise<boolean> {
     const node = this.nodes[i] as RedisNode;
     return node
-      .run(scripts.raiseFence, fenceKeys, [fence.toString(), epoch, bootstrap ? '1' : '0'], this.options.nodeTimeout)
+      .run(scripts.raiseFence, [marker], [fence.toString(), epoch, bootstrap ? '1' : '0'], this.options.nodeTimeout)
       .then((ok) => {
         if (Number(ok) !== 1) throw new NodeError(node.name, 'lost its data during the acquire (fence write-back refused)');
         return true;
@@ -451,8 +534,7 @@ export class Redlock {
       this.nodes.map((_, i) => {
         const epoch = grant.epochs[i];
         if (!epoch) return false;
-        const fenceKeys = [...keys.map((k) => k.fence), this.markerFor(i, keys)];
-        return this.raiseFenceOn(i, fenceKeys, fence, epoch, false, grant.resources, failures);
+        return this.raiseFenceOn(i, this.markerFor(i, keys), fence, epoch, false, grant.resources, failures);
       }),
     );
     return { ok: raised.filter(Boolean).length >= this.quorum, failures };
@@ -502,29 +584,33 @@ export class Redlock {
     );
   }
 
-  /** Per node: holder, remaining ms, fence counter, or the node's error. Read-only. */
-  inspect(resource: string): Promise<NodeView[]> {
+  /** Per node: holder, remaining ms, waiters, fence counter and the node's state, or the node's error. Read-only. */
+  async inspect(resource: string): Promise<NodeView[]> {
     const [k] = this.keys([resource]) as [ResourceKeys];
-    return Promise.all(
-      this.nodes.map((node, i) =>
-        node
-          .run(scripts.inspect, [k.lock, k.fence, this.markerFor(i, [k])], [], this.options.nodeTimeout, FIRST_CONNECT_MS)
-          .then((reply) => {
-            const [owner, pttl, fence] = arrayReply(reply, 3, node, 'inspect');
-            return {
-              node: node.name,
-              owner: typeof owner === 'string' ? owner : null,
-              remaining: typeof owner === 'string' ? Math.max(-1, Number(pttl)) : 0,
-              fence: fence === null || fence === undefined ? 0n : parseFence(fence, node),
-              error: null,
-            };
-          })
-          .then(
-            (view): NodeView => view,
-            (error: Error): NodeView => ({ node: node.name, owner: null, remaining: 0, fence: null, error }),
-          ),
-      ),
-    );
+    const read = (node: RedisNode, i: number): Promise<InspectReply | Error> =>
+      node
+        .run(scripts.inspect, [k.lock, this.markerFor(i, [k]), k.queue, k.fence], [], this.options.nodeTimeout, FIRST_CONNECT_MS)
+        .then((reply) => parseInspectReply(arrayReply(reply, 9, node, 'inspect'), node))
+        .then(undefined, (error: Error) => error);
+    const replies = await Promise.all(this.nodes.map(read));
+    const reports = replies.map((r) => (r instanceof Error || r.report.epoch === null ? undefined : r.report));
+    const scopes = this.nodes.map((_, i) => this.scopeFor(i, [k]));
+    const left = this.health.quarantineLeft(reports, scopes, monotonicNow());
+    return replies.map((r, i): NodeView => {
+      const node = (this.nodes[i] as RedisNode).name;
+      if (r instanceof Error) return { node, owner: null, remaining: 0, waiters: 0, fence: null, state: null, quarantinedFor: 0, error: r };
+      const quarantinedFor = left[i] as number;
+      return { node, ...r.view, state: this.stateOf(i, r.report, reports, scopes[i] as string, quarantinedFor), quarantinedFor, error: null };
+    });
+  }
+
+  /** What inspect says of a node's data: see NodeState. */
+  private stateOf(i: number, r: NodeReport, reports: ReadonlyArray<NodeReport | undefined>, scope: string, left: number): NodeDataState {
+    if (r.epoch === null) return 'empty';
+    if (left > 0) return 'quarantined';
+    if (r.trusted) return 'trusted';
+    if (!reports.some((x) => x?.trusted === true)) return 'new';
+    return this.repairs.isPending(i, scope) ? 'repairing' : 'untrusted';
   }
 
   /** Admin: delete the lock key on every node whoever holds it; resolves with how many nodes had it. */
@@ -547,6 +633,17 @@ export class Redlock {
   }
 }
 
+/**
+ * What a node's marker says of its data (see _node-state.lua):
+ * - 'trusted': it kept its data since the deployment began (or was repaired since): its grants count;
+ * - 'quarantined': it lost its data and counts toward no acquire for `quarantinedFor` ms more;
+ * - 'repairing': quarantine over, this manager is about to raise its counter and mark it trusted;
+ * - 'untrusted': it lost its data and is not repaired (fewer than a majority of trusted nodes answer);
+ * - 'new': no node is trusted yet (a new deployment): the first acquire marks them all trusted;
+ * - 'empty': no marker at all (nothing has run on it since it came back empty).
+ */
+export type NodeDataState = 'trusted' | 'quarantined' | 'repairing' | 'untrusted' | 'new' | 'empty';
+
 /** One node's view of a resource, as `LockManager.inspect` reports it. */
 export interface NodeView {
   readonly node: string;
@@ -554,9 +651,28 @@ export interface NodeView {
   readonly owner: string | null;
   /** ms left on the lease (-1: no expiry); 0 when free */
   readonly remaining: number;
-  /** the resource's fence counter on this node; null on error */
+  /** waiters in the resource's queue on this node */
+  readonly waiters: number;
+  /** the node's fence counter (the next fence there exceeds it); null on error */
   readonly fence: bigint | null;
+  /** the node's data state; null on error */
+  readonly state: NodeDataState | null;
+  /** ms left of the node's restart quarantine (0: none) */
+  readonly quarantinedFor: number;
   readonly error: Error | null;
+}
+
+interface InspectReply {
+  readonly view: Pick<NodeView, 'owner' | 'remaining' | 'waiters' | 'fence'>;
+  readonly report: NodeReport;
+}
+
+function parseInspectReply([owner, pttl, waiters, epoch, trusted, fence, longest, age]: unknown[], node: RedisNode): InspectReply {
+  const held = typeof owner === 'string';
+  return {
+    view: { owner: held ? owner : null, remaining: held ? Math.max(-1, Number(pttl)) : 0, waiters: Number(waiters), fence: parseFence(fence, node) },
+    report: { epoch: typeof epoch === 'string' ? epoch : null, trusted: Number(trusted) === 1, longest: Number(longest), age: Number(age) },
+  };
 }
 
 /** Fences travel as decimal strings: Lua numbers are doubles and would round counters past 2^53. */
@@ -567,13 +683,8 @@ function parseFence(value: unknown, node: RedisNode): bigint {
   return BigInt(text);
 }
 
-function parseAcquireReply([ok, value, epoch, age, nodeTrusted, resourcesTrusted, ahead]: unknown[], node: RedisNode): AcquireReply {
-  const state: NodeState = {
-    epoch: String(epoch),
-    age: Number(age),
-    nodeTrusted: Number(nodeTrusted) === 1,
-    resourcesTrusted: Number(resourcesTrusted) === 1,
-  };
+function parseAcquireReply([ok, value, epoch, age, trusted, longest, ahead]: unknown[], node: RedisNode): AcquireReply {
+  const state: NodeState = { epoch: String(epoch), age: Number(age), trusted: Number(trusted) === 1, longest: Number(longest) };
   if (Number(ok) === 1) return { kind: 'granted', fence: parseFence(value, node), ...state };
   return { kind: 'held', pttl: Number(value), ahead: Number(ahead) === 1, ...state };
 }

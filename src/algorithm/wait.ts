@@ -110,6 +110,7 @@ export async function acquireWaiting(
     const result = (grant: Grant): WaitResult => ({ grant, attempts, waited: monotonicNow() - started });
     if (last.kind === 'acquired') return result(last.grant);
     throwIfNoQuorum(last, resources);
+    throwIfQuarantineOutlasts(last, resources, deadline);
     if (!waits) throw new LockTimeoutError(resources, opts.timeout, whyNot(last));
 
     // Not subscribed before the attempt: a release may have slipped in before the subscription took, so try once more at once.
@@ -136,6 +137,7 @@ export async function acquireWaiting(
       last = await attemptOnce(!opts.fair && reason === 'notified');
       if (last.kind === 'acquired') return result(last.grant);
       throwIfNoQuorum(last, resources);
+      throwIfQuarantineOutlasts(last, resources, deadline);
     }
   } catch (error) {
     // Leave the queue once our last attempt has settled (it may still add us), so the next waiter need not wait out our lease.
@@ -155,6 +157,8 @@ function nextWait(
   deadline: number,
 ): { delay: number; needed: number; only: number | undefined } {
   const left = deadline - monotonicNow();
+  // A quarantine has a known end: sleep until then (a release of a holder elsewhere wakes us too).
+  if (last.kind === 'quarantined') return { delay: Math.min(last.retryAfter + 1, left), needed: 1, only: undefined };
   if (last.kind !== 'busy') return { delay: Math.min(backoffDelay(opts.retry, retry), left), needed: 1, only: undefined };
   if (last.behind && queue.ticket !== '') {
     // Not our turn: the release that makes it our turn names us. Until then, only keep our place in line
@@ -168,7 +172,18 @@ function nextWait(
 }
 
 function whyNot(attempt: Attempt): string {
+  if (attempt.kind === 'quarantined') return 'nodes that lost their data were still in restart quarantine';
   return attempt.kind === 'expired' ? 'a quorum answered, but too slowly to leave any validity' : 'held by another owner';
+}
+
+/**
+ * A quarantine is unavailability with a known end: acquire waits it out within its timeout. One that
+ * outlasts the caller's deadline (always, for a single attempt) is a QuorumError whose node errors say
+ * when each node counts again.
+ */
+export function throwIfQuarantineOutlasts(attempt: Attempt, resources: readonly string[], deadline: number): void {
+  if (attempt.kind === 'quarantined' && monotonicNow() + attempt.retryAfter >= deadline)
+    throw new QuorumError(resources, 'acquire', attempt.successes, attempt.needed, attempt.failures);
 }
 
 function throwIfNoQuorum(attempt: Attempt, resources: readonly string[]): void {

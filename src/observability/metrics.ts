@@ -1,7 +1,7 @@
 // OpenTelemetry instruments, recorded through @opentelemetry/api only. Without
 // an SDK installed the API hands out no-op instruments, so by default every
 // call here is an empty function call. docs/observability.md lists them all.
-import { metrics, ValueType, type Counter, type Histogram, type MeterProvider, type UpDownCounter } from '@opentelemetry/api';
+import { metrics, ValueType, type Counter, type Histogram, type MeterProvider, type ObservableGauge, type UpDownCounter } from '@opentelemetry/api';
 
 /** Instrumentation scope name: the `otel_scope_name` label in a Prometheus scrape. */
 export const METER_NAME = 'fencelock';
@@ -33,6 +33,9 @@ interface Instruments {
   readonly lost: Counter;
   readonly nodeErrors: Counter;
   readonly extensionFailures: Counter;
+  readonly quarantines: Counter;
+  readonly repairDuration: Histogram;
+  readonly untrusted: ObservableGauge;
 }
 
 function createInstruments(provider: MeterProvider): Instruments {
@@ -74,6 +77,21 @@ function createInstruments(provider: MeterProvider): Instruments {
       ...integer,
       unit: '{extension}',
       description: 'Extension rounds that did not extend the lease',
+    }),
+    quarantines: meter.createCounter('fencelock.node.quarantines', {
+      ...integer,
+      unit: '{quarantine}',
+      description: 'Nodes (or Cluster slots) seen to have lost their data, each put in restart quarantine, by node',
+    }),
+    repairDuration: meter.createHistogram('fencelock.node.repair.duration', {
+      unit: 's',
+      description: 'Time a repair of a node that lost its data took, from its start until the node was trusted again',
+      advice: { explicitBucketBoundaries: ACQUIRE_BUCKETS },
+    }),
+    untrusted: meter.createObservableGauge('fencelock.nodes.untrusted', {
+      ...integer,
+      unit: '{node}',
+      description: 'Nodes (or Cluster slots) known to have lost their data and not repaired yet (quarantined or awaiting repair)',
     }),
   };
 }
@@ -140,5 +158,18 @@ export class LockMetrics {
 
   extensionFailed(outcome: ExtensionFailure): void {
     this.#i.extensionFailures.add(1, { 'fencelock.outcome': outcome });
+  }
+
+  nodeQuarantined(node: string): void {
+    this.#i.quarantines.add(1, { 'fencelock.node': node });
+  }
+
+  nodeRepaired(node: string, seconds: number): void {
+    this.#i.repairDuration.record(seconds, { 'fencelock.node': node });
+  }
+
+  /** Reports `count()` as the untrusted-nodes gauge at every collection. */
+  watchUntrusted(count: () => number): void {
+    this.#i.untrusted.addCallback((result) => result.observe(count()));
   }
 }

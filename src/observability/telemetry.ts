@@ -72,6 +72,18 @@ export class Telemetry {
     this.#metrics.extensionFailed(outcome);
   }
 
+  nodeQuarantined(node: string): void {
+    this.#metrics.nodeQuarantined(node);
+  }
+
+  nodeRepaired(node: string, ms: number): void {
+    this.#metrics.nodeRepaired(node, ms / 1000);
+  }
+
+  watchUntrusted(count: () => number): void {
+    this.#metrics.watchUntrusted(count);
+  }
+
   /** Every manager event passes through here, with the payload its listeners get. */
   event<E extends LockEventName>(event: E, payload: LockEvents[E][0]): void {
     switch (event) {

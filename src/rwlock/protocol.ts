@@ -38,7 +38,7 @@ export function rwRequest(host: PrimitiveHost, keys: RwKeys, mode: 'read' | 'wri
       token,
       ttl: o.ttl,
       leaderFirst: false,
-      ask: (node, marker) =>
+      ask: (node, marker, _slot, wantAge) =>
         node.run(
           scripts.rwlockAcquire,
           [keys.writer, keys.readers, keys.intents, keys.fence, marker],
@@ -48,6 +48,7 @@ export function rwRequest(host: PrimitiveHost, keys: RwKeys, mode: 'read' | 'wri
             randomBytes(8).toString('hex'),
             mode,
             o.timeout > 0 && mode === 'write' ? String(queueLease(o, timeout)) : '0',
+            wantAge ? '1' : '0',
           ],
           timeout,
         ),

@@ -1,52 +1,21 @@
 -- Acquire one or more lock keys on this node, all or nothing, in queue order.
 -- KEYS[1..n]      lock keys, in the caller's (sorted) order
--- KEYS[n+1..2n]   fence hashes of the same resources: n = counter, t = 1 once trustworthy
+-- KEYS[n+1..2n]   fencelock 0.1's per-resource counters of the same resources (folded in, see _node-state.lua)
 -- KEYS[2n+1..3n]  wait queues (sorted sets: member = owner token, score = ticket)
 -- KEYS[3n+1..4n]  the queues' leases (sorted sets: member = owner token, score = lease end, ms)
--- KEYS[4n+1]      this node's marker: epoch, born (ms), trusted (1 once this node's data is known complete)
+-- KEYS[4n+1]      this node's marker (see _node-state.lua)
 -- ARGV[1] owner token   ARGV[2] ttl ms   ARGV[3] n   ARGV[4] epoch to use if the marker is missing
 -- ARGV[5] ticket: '' = do not queue (one attempt), else this waiter's place (arrival time)
 -- ARGV[6] queue lease ms   ARGV[7] '1' = fair: a queued waiter ahead of us takes precedence
--- ARGV[8] '1' = report the marker's age (strict restart quarantine); otherwise age is -1
--- Returns {1, fence, epoch, marker age ms, node trusted, resources trusted} when acquired,
+-- ARGV[8] '1' = report the marker's age even when the node is trusted (restart quarantine)
+-- Returns {1, fence, epoch, marker age ms, node trusted, longest ttl} when acquired,
 --         {0, longest remaining ms of the keys held by others (-1: no expiry, 0: free), epoch, age,
---          node trusted, resources trusted, 1 if another waiter is ahead of us in a queue} when not.
--- Fences are returned as decimal strings: Lua numbers are doubles and would round a counter past 2^53.
+--          node trusted, longest ttl, 1 if another waiter is ahead of us in a queue} when not.
+-- #include _node-state.lua
 local n = tonumber(ARGV[3])
 local token, ticket, fair = ARGV[1], ARGV[5], ARGV[7] == '1'
-
--- The marker tells the client whether this node lost its data since it last
--- looked (the epoch changes), how old the data is (restart quarantine), and
--- whether its counters can be trusted (a node that lost its data cannot, see trust.ts).
--- The node's clock, read only when needed (TIME is the costliest call here on the common path).
-local now_ms
-local function clock()
-  if not now_ms then
-    local t = redis.call('TIME')
-    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return now_ms
-end
-
 local marker = KEYS[4 * n + 1]
-local m = redis.call('HMGET', marker, 'epoch', 'born', 'trusted')
-local epoch, born, node_trusted = m[1], tonumber(m[2]), m[3] == '1'
-if not epoch then
-  epoch = ARGV[4]
-  born = clock()
-  redis.call('HSET', marker, 'epoch', epoch, 'born', born, 'trusted', '0')
-end
-local age = -1
-if ARGV[8] == '1' then age = clock() - (born or clock()) end
-
--- A trusted node's counters are all trustworthy; only an untrusted one needs the per-resource flags.
-local resources_trusted = true
-if not node_trusted then
-  for i = 1, n do
-    if redis.call('HGET', KEYS[n + i], 't') ~= '1' then resources_trusted = false end
-  end
-end
-local trust = {node_trusted and 1 or 0, resources_trusted and 1 or 0}
+local state = node_state(marker, tonumber(ARGV[2]), ARGV[4], ARGV[8] == '1')
 
 -- GET (not EXISTS) so that a key of another type fails with WRONGTYPE instead
 -- of being treated as a lock: we never touch data we did not write.
@@ -103,30 +72,13 @@ if held or ahead then
       redis.call('PEXPIRE', l, ARGV[6])
     end
   end
-  return {0, held_ms, epoch, age, trust[1], trust[2], ahead and 1 or 0}
+  return {0, held_ms, state[1], state[2], state[3], state[4], ahead and 1 or 0}
 end
 
--- Counters first: if one of them is not a counter, the script fails before
--- it has written any lock key. Compared as decimal strings (see above).
-local function greater(a, b)
-  if #a ~= #b then return #a > #b end
-  return a > b
-end
-local fence = '0'
-for i = 1, n do
-  local f = redis.call('HINCRBY', KEYS[n + i], 'n', 1)
-  -- HINCRBY's reply is exact below 2^53; past that, read the field back as text.
-  if f < 9007199254740992 then f = string.format('%.0f', f) else f = redis.call('HGET', KEYS[n + i], 'n') end
-  if greater(f, fence) then fence = f end
-end
-for i = 1, n do
-  redis.call('SET', KEYS[i], token, 'PX', ARGV[2])
-  -- One fence for a multi-resource lock: raise every counter to the largest,
-  -- so the fence exceeds every earlier fence of each resource.
-  if n > 1 and greater(fence, redis.call('HGET', KEYS[n + i], 'n')) then
-    redis.call('HSET', KEYS[n + i], 'n', fence)
-  end
-end
+-- One counter for every resource: the fence exceeds every earlier fence of each of them.
+for i = 1, n do fold_legacy(marker, KEYS[n + i]) end
+local fence = next_fence(marker)
+for i = 1, n do redis.call('SET', KEYS[i], token, 'PX', ARGV[2]) end
 -- Our turn has come: leave the queue.
 if queued then
   for i = 1, n do
@@ -134,4 +86,4 @@ if queued then
     redis.call('ZREM', KEYS[3 * n + i], token)
   end
 end
-return {1, fence, epoch, age, trust[1], trust[2]}
+return {1, fence, state[1], state[2], state[3], state[4]}

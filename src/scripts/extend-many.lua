@@ -6,7 +6,8 @@
 -- then per lock: its number of keys, owner token, ttl ms, the epoch this node had when it was taken
 -- Returns {this node's epoch or false, then per lock how many of its keys now hold its token with the new lease}.
 -- Per lock, the same rules as extend.lua (including writing a key back on a node that lost its data).
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
+local m = redis.call('HMGET', KEYS[1], 'epoch', 'ttl')
+local epoch, longest = m[1], tonumber(m[2]) or 0
 local reply = {epoch}
 local k, a = 2, 2
 for _ = 1, tonumber(ARGV[1]) do
@@ -26,5 +27,8 @@ for _ = 1, tonumber(ARGV[1]) do
   end
   k = k + n
   reply[#reply + 1] = extended
+  if tonumber(ttl) > longest then longest = tonumber(ttl) end
 end
+-- The longest lease asked for on this node bounds the restart quarantine (see _node-state.lua).
+if longest > (tonumber(m[2]) or 0) then redis.call('HSET', KEYS[1], 'ttl', longest) end
 return reply

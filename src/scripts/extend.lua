@@ -8,7 +8,10 @@
 -- deleted our key on purpose. Then we write it back, so that restarting nodes
 -- one at a time does not wear the holder's quorum away.
 local n = #KEYS - 1
-local epoch = redis.call('HGET', KEYS[n + 1], 'epoch')
+local m = redis.call('HMGET', KEYS[n + 1], 'epoch', 'ttl')
+local epoch = m[1]
+-- The longest lease asked for on this node bounds the restart quarantine (see _node-state.lua).
+if tonumber(ARGV[2]) > (tonumber(m[2]) or 0) then redis.call('HSET', KEYS[n + 1], 'ttl', ARGV[2]) end
 -- An empty ARGV[3] means we never learned this node's epoch: no write-back there.
 local node_was_reset = ARGV[3] ~= '' and epoch ~= ARGV[3]
 local extended = 0

@@ -1,6 +1,7 @@
 import { Script } from '../adapters/types.js';
 import { acquireLua, dequeueLua, extendLua, extendManyLua, forceReleaseLua, inspectLua, raiseFenceLua, releaseLua } from './lua.generated.js';
 import { leaseExtendLua, leaseReleaseLua, rwlockAcquireLua, semaphoreAcquireLua } from './lua.generated.js';
+import { migrateLua, readNodeLua, repairLua } from './lua.generated.js';
 
 /** The Lua side of the protocol; each file in this folder says what its KEYS and ARGV are. */
 export const scripts = {
@@ -16,4 +17,7 @@ export const scripts = {
   rwlockAcquire: new Script('rwlock-acquire', rwlockAcquireLua),
   leaseExtend: new Script('lease-extend', leaseExtendLua),
   leaseRelease: new Script('lease-release', leaseReleaseLua),
+  readNode: new Script('read-node', readNodeLua),
+  repair: new Script('repair', repairLua),
+  migrate: new Script('migrate', migrateLua),
 } as const;

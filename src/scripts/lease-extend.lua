@@ -10,7 +10,10 @@
 -- (its epoch is not the one the hold was taken under), so nobody removed the hold on purpose. Then it is
 -- written back, unless that would break the primitive's rule on this node: a permit's slot taken by
 -- another live holder, a reader next to a writer, a writer's key taken by someone else.
-local epoch = redis.call('HGET', KEYS[2], 'epoch')
+local m = redis.call('HMGET', KEYS[2], 'epoch', 'ttl')
+local epoch = m[1]
+-- The longest lease asked for on this node bounds the restart quarantine (see _node-state.lua).
+if tonumber(ARGV[3]) > (tonumber(m[2]) or 0) then redis.call('HSET', KEYS[2], 'ttl', ARGV[3]) end
 local node_was_reset = ARGV[4] ~= '' and epoch ~= ARGV[4]
 if ARGV[1] == 'string' then
   local current = redis.call('GET', KEYS[1])

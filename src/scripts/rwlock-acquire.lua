@@ -2,30 +2,24 @@
 -- KEYS[1] writer (string: owner token, lease as PX)
 -- KEYS[2] readers (sorted set: member = owner token, score = lease end, node ms)
 -- KEYS[3] write intents (sorted set: member = waiting writer's token, score = end of its intent's lease)
--- KEYS[4] fence hash (n = counter, t = 1 once trustworthy; the mutex's format)   KEYS[5] this node's marker
+-- KEYS[4] fencelock 0.1's per-name counter (folded into the node's)   KEYS[5] this node's marker (see _node-state.lua)
 -- ARGV[1] owner token   ARGV[2] ttl ms   ARGV[3] epoch to use if the marker is missing
 -- ARGV[4] 'read' or 'write'   ARGV[5] intent lease ms: a refused writer registers (or renews) its intent
 --         for this long; '0' = register none (a single attempt)
+-- ARGV[6] '1' = report the marker's age even when the node is trusted (restart quarantine)
 -- Readers are refused while a writer holds it or a live write intent exists (existing readers finish);
 -- a writer is refused while another writer or any live reader holds it.
--- Returns {1, fence, epoch, marker age ms, node trusted, resource trusted} when granted,
---         {0, ms until the blocking lease ends (-1: never), epoch, age, node trusted, resource trusted} when not.
+-- Returns {1, fence, epoch, marker age ms, node trusted, longest ttl} when granted,
+--         {0, ms until the blocking lease ends (-1: never), epoch, age, node trusted, longest ttl} when not.
+-- #include _node-state.lua
 local token, mode = ARGV[1], ARGV[4]
-local now = redis.call('TIME')
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local now_ms = clock()
 
 -- Reads first, each type-strict: a key of another type fails with WRONGTYPE before anything is written.
-local m = redis.call('HMGET', KEYS[5], 'epoch', 'born', 'trusted')
 local writer = redis.call('GET', KEYS[1])
 local readers = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now_ms, '+inf', 'WITHSCORES')
 local intents = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now_ms, '+inf', 'WITHSCORES')
-local resource_trusted = redis.call('HGET', KEYS[4], 't') == '1'
-local epoch, born, node_trusted = m[1], tonumber(m[2]), m[3] == '1'
-if not epoch then
-  epoch, born = ARGV[3], now_ms
-  redis.call('HSET', KEYS[5], 'epoch', epoch, 'born', born, 'trusted', '0')
-end
-local state = {epoch, now_ms - born, node_trusted and 1 or 0, (node_trusted or resource_trusted) and 1 or 0}
+local state = node_state(KEYS[5], tonumber(ARGV[2]), ARGV[3], ARGV[6] == '1')
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now_ms)
 
@@ -63,8 +57,8 @@ if wait then
   return {0, wait, state[1], state[2], state[3], state[4]}
 end
 
-local f = redis.call('HINCRBY', KEYS[4], 'n', 1)
-if f < 9007199254740992 then f = string.format('%.0f', f) else f = redis.call('HGET', KEYS[4], 'n') end
+fold_legacy(KEYS[5], KEYS[4])
+local f = next_fence(KEYS[5])
 if mode == 'read' then
   redis.call('ZADD', KEYS[2], now_ms + tonumber(ARGV[2]), token)
   expire_with_last(KEYS[2])

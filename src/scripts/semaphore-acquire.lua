@@ -3,27 +3,20 @@
 -- held on a quorum of nodes owns its slot everywhere, and no more permits than slots can be held
 -- at once (counting alone would not do: holders on overlapping quorums could exceed the limit).
 -- KEYS[1] permits (sorted set: member = '<slot>:<owner token>', score = lease end, node ms)
--- KEYS[2] fence hash (n = counter, t = 1 once trustworthy; the mutex's format)
--- KEYS[3] this node's marker: epoch, born (ms), trusted (see acquire.lua)
+-- KEYS[2] fencelock 0.1's per-name counter (folded into the node's, see _node-state.lua)
+-- KEYS[3] this node's marker (see _node-state.lua)
 -- ARGV[1] owner token   ARGV[2] ttl ms   ARGV[3] limit   ARGV[4] epoch to use if the marker is missing
 -- ARGV[5] slot: '' = the lowest free slot below the limit, else exactly this one
--- Returns {1, fence, epoch, marker age ms, node trusted, resource trusted, slot} when granted,
---         {0, ms until the blocking lease ends (-1: never), epoch, age, node trusted, resource trusted} when not.
--- Fences are decimal strings: Lua numbers are doubles and would round a counter past 2^53.
+-- ARGV[6] '1' = report the marker's age even when the node is trusted (restart quarantine)
+-- Returns {1, fence, epoch, marker age ms, node trusted, longest ttl, slot} when granted,
+--         {0, ms until the blocking lease ends (-1: never), epoch, age, node trusted, longest ttl} when not.
+-- #include _node-state.lua
 local token, limit, want = ARGV[1], tonumber(ARGV[3]), ARGV[5]
-local now = redis.call('TIME')
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local now_ms = clock()
 
 -- Reads first, each type-strict: a key of another type fails with WRONGTYPE before anything is written.
-local m = redis.call('HMGET', KEYS[3], 'epoch', 'born', 'trusted')
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now_ms, '+inf', 'WITHSCORES')
-local resource_trusted = redis.call('HGET', KEYS[2], 't') == '1'
-local epoch, born, node_trusted = m[1], tonumber(m[2]), m[3] == '1'
-if not epoch then
-  epoch, born = ARGV[4], now_ms
-  redis.call('HSET', KEYS[3], 'epoch', epoch, 'born', born, 'trusted', '0')
-end
-local state = {epoch, now_ms - born, node_trusted and 1 or 0, (node_trusted or resource_trusted) and 1 or 0}
+local state = node_state(KEYS[3], tonumber(ARGV[2]), ARGV[4], ARGV[6] == '1')
 
 -- Leases that ended free their slots (a crashed holder's permit comes back here).
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
@@ -59,8 +52,8 @@ if not slot then
   return {0, until_ms and (until_ms - now_ms) or 0, state[1], state[2], state[3], state[4]}
 end
 
-local f = redis.call('HINCRBY', KEYS[2], 'n', 1)
-if f < 9007199254740992 then f = string.format('%.0f', f) else f = redis.call('HGET', KEYS[2], 'n') end
+fold_legacy(KEYS[3], KEYS[2])
+local f = next_fence(KEYS[3])
 redis.call('ZADD', KEYS[1], now_ms + tonumber(ARGV[2]), slot .. ':' .. token)
 -- The set lives as long as its longest lease: a semaphore nobody holds leaves nothing behind.
 redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])

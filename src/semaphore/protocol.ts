@@ -30,11 +30,11 @@ export function permitRequest(host: PrimitiveHost, keys: SemaphoreKeys, limit: n
       token,
       ttl,
       leaderFirst: true,
-      ask: (node, marker, slot) =>
+      ask: (node, marker, slot, wantAge) =>
         node.run(
           scripts.semaphoreAcquire,
           [keys.permits, keys.fence, marker],
-          [token, String(ttl), String(limit), randomBytes(8).toString('hex'), slot],
+          [token, String(ttl), String(limit), randomBytes(8).toString('hex'), slot, wantAge ? '1' : '0'],
           timeout,
         ),
       // Released by token, whichever slot: a node that chose another slot in a split round holds that one.

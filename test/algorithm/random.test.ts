@@ -19,15 +19,17 @@ test('slices never overlap, also across refills of the 4 KiB pool', () => {
   assert.match(randomHex(8), /^[0-9a-f]{16}$/);
 });
 
+const NO_EVENTS = { nodeError: () => undefined, nodeQuarantined: () => undefined, nodeRepaired: () => undefined };
+
 test('owner tokens: 144 random bits, unique; waiter tokens start with their manager id', () => {
   const tokens = new Set(Array.from({ length: 1_000 }, () => Redlock.newToken()));
   assert.equal(tokens.size, 1_000, 'no repeated token');
   for (const t of tokens) assert.match(t, /^[A-Za-z0-9_-]{24}$/, '18 bytes in base64url');
   // A manager's waiter tokens carry its 8-character id first: a release addresses the waiter's process by it.
-  const redlock = new Redlock([], DEFAULTS, () => undefined);
+  const redlock = new Redlock([], DEFAULTS, NO_EVENTS);
   const waiter = redlock.waiterToken();
   assert.match(redlock.managerId, /^[A-Za-z0-9_-]{8}$/);
   assert.equal(waiter.slice(0, 8), redlock.managerId);
   assert.equal(redlock.managerChannel('c'), `c:${redlock.managerId}`);
-  assert.notEqual(new Redlock([], DEFAULTS, () => undefined).managerId, redlock.managerId, 'each manager its own id');
+  assert.notEqual(new Redlock([], DEFAULTS, NO_EVENTS).managerId, redlock.managerId, 'each manager its own id');
 });

@@ -1,21 +1,11 @@
 // Which grants count toward a quorum: pure decisions, no Redis.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { countGrants, type NodeAnswer } from '../../src/algorithm/trust.js';
+import { countGrants, shortfall, type NodeAnswer } from '../../src/algorithm/trust.js';
 
-const g = (nodeTrusted: boolean, resourcesTrusted = false, quarantined = false): NodeAnswer => ({
-  kind: 'granted',
-  nodeTrusted,
-  resourcesTrusted,
-  quarantined,
-});
-const h = (nodeTrusted: boolean, resourcesTrusted = false): NodeAnswer => ({
-  kind: 'held',
-  nodeTrusted,
-  resourcesTrusted,
-  quarantined: false,
-});
-const e: NodeAnswer = { kind: 'error', nodeTrusted: false, resourcesTrusted: false, quarantined: false };
+const g = (trusted: boolean, quarantine = 0): NodeAnswer => ({ kind: 'granted', trusted, quarantine, wait: 0, ahead: false });
+const h = (trusted: boolean, wait = 100, ahead = false): NodeAnswer => ({ kind: 'held', trusted, quarantine: 0, wait, ahead });
+const e: NodeAnswer = { kind: 'error', trusted: false, quarantine: 0, wait: 0, ahead: false };
 
 describe('countGrants', () => {
   test('trusted grants count; an untrusted one (lost its data) does not', () => {
@@ -23,10 +13,6 @@ describe('countGrants', () => {
     assert.deepEqual(c.counted, [0, 2]);
     assert.deepEqual(c.untrusted, [1]);
     assert.equal(c.bootstrap, false);
-  });
-
-  test('a repaired counter makes an untrusted node count for that resource', () => {
-    assert.deepEqual(countGrants([g(false, true), g(true), e], 2).counted, [0, 1]);
   });
 
   test('a reset node and a stale-but-trusted node cannot form a quorum while the node that knows the last fence is away', () => {
@@ -59,13 +45,52 @@ describe('countGrants', () => {
   });
 
   test('a quarantined grant never counts, trusted or not', () => {
-    assert.deepEqual(countGrants([g(true, false, true), g(true), g(true)], 2).counted, [1, 2]);
-    assert.deepEqual(countGrants([g(false, false, true), g(false), e], 2).counted, [1]);
+    assert.deepEqual(countGrants([g(true, 500), g(true), g(true)], 2).counted, [1, 2]);
+    assert.deepEqual(countGrants([g(false, 500), g(false), e], 2).counted, [1]);
   });
 
   test('single node: a reset node bootstraps again (a majority, the only node, lost its data)', () => {
     const c = countGrants([g(false)], 1);
     assert.deepEqual(c.counted, [0]);
     assert.equal(c.bootstrap, true);
+  });
+});
+
+describe('shortfall: why a round without a quorum failed', () => {
+  const verdict = (answers: NodeAnswer[], quorum: number) => shortfall(answers, countGrants(answers, quorum), quorum);
+
+  test('held by another owner: busy, until enough holders expire', () => {
+    assert.deepEqual(verdict([h(true, 300), h(true, 100), h(true, 200), g(true), g(true)], 3), {
+      kind: 'busy',
+      retryAfter: 100,
+      busyNodes: 1,
+      behind: false,
+    });
+  });
+
+  test('a majority restarted empty and is quarantined: nobody holds it, so wait out the quarantine (not a quorum failure)', () => {
+    assert.deepEqual(verdict([g(false, 7_000), g(false, 7_100), g(false, 6_900), g(true), g(true)], 3), {
+      kind: 'quarantined',
+      retryAfter: 6_900,
+    });
+  });
+
+  test('held on some nodes while others are quarantined: busy, never a quorum failure', () => {
+    const v = verdict([h(true, 5_000), g(false, 2_000), g(false, 2_000), g(true), e], 3);
+    assert.equal(v.kind, 'busy');
+    assert.equal(v.kind === 'busy' && v.retryAfter, 2_000, 'one more node must come back: the first quarantine to end');
+  });
+
+  test('node errors make the quorum unreachable whatever the wait: no-quorum, even with a holder', () => {
+    assert.deepEqual(verdict([h(true, 100), g(true), e, e, e], 3), { kind: 'no-quorum' });
+  });
+
+  test('untrusted grants out of quarantine are no help by waiting', () => {
+    assert.deepEqual(verdict([g(false), g(false), g(true), e, e], 3), { kind: 'no-quorum' });
+  });
+
+  test('waiters ahead on more than N - quorum nodes: behind', () => {
+    const v = verdict([h(true, Infinity, true), h(true, Infinity, true), g(true)], 2);
+    assert.equal(v.kind === 'busy' && v.behind, true);
   });
 });

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { createCluster } from 'redis';
 import { LockManager, type LockManagerOptions } from '../../src/index.js';
-import { keysFor, type ResourceKeys } from '../../src/keys.js';
+import { keysFor, slotMarkerFor, type ResourceKeys } from '../../src/keys.js';
 import { clusterKeySlot, type LocalRedisCluster, type LocalRedisNode } from '../../src/testing/index.js';
 import { eventually, type ClientKind } from '../support/harness.js';
 
@@ -92,8 +92,9 @@ export function slotOf(name: string): number {
   return clusterKeySlot(keysOf(name).lock);
 }
 
-export function keysOf(name: string): ResourceKeys {
-  return keysFor(PREFIX, name);
+export function keysOf(name: string): ResourceKeys & { slotMarker: string } {
+  const keys = keysFor(PREFIX, name);
+  return { ...keys, slotMarker: slotMarkerFor(PREFIX, keys.lock) };
 }
 
 /** A fresh resource served by `master` (given its slot ranges, from topology()). */

@@ -4,6 +4,9 @@ import assert from 'node:assert/strict';
 import { CLIENT_KINDS } from '../support/harness.js';
 import { NODE_COUNTS, readyManager, keysOf, lockValues, uniqueResource, withNodeSets } from './helpers.js';
 
+/** Every node's marker: its epoch, trust, and the fence counter of every resource (src/scripts/_node-state.lua). */
+const MARKER = 'fencelock:{node}:epoch';
+
 const OPTIONS = { ttl: 2000, nodeTimeout: 100, acquireTimeout: 5000 };
 
 withNodeSets('fencing', NODE_COUNTS, (env, nodeCount) => {
@@ -23,21 +26,17 @@ withNodeSets('fencing', NODE_COUNTS, (env, nodeCount) => {
       assert.ok(fences[0]! >= 1n, `first fence ${fences[0]}`);
     });
 
-    test(`${kind}: a multi-resource lock's fence exceeds the previous fence of each resource, and raises each counter`, async () => {
+    test(`${kind}: a multi-resource lock's fence exceeds the previous fence of each resource, also one kept by fencelock 0.1`, async () => {
       const locks = await readyManager(env(), kind, OPTIONS);
       const { admin } = env();
       const a = uniqueResource('multi-a');
       const b = uniqueResource('multi-b');
-      let lastA = 0n;
-      for (let i = 0; i < 4; i++) {
-        const lock = await locks.acquire(a);
-        lastA = lock.fence;
-        await lock.release();
-      }
       const lockB = await locks.acquire(b);
       const lastB = lockB.fence;
       await lockB.release();
-      assert.ok(lastA > lastB, 'setup: resource a should have the larger counter');
+      // An upgrade from 0.1, which kept a counter per resource: a's store saw fences up to that one.
+      const lastA = lastB + 1_000n;
+      await Promise.all(admin.map((x) => x.hset(keysOf(a).fence, 'n', String(lastA), 't', '1')));
 
       const both = await locks.acquire([b, a]);
       try {
@@ -65,7 +64,9 @@ withNodeSets('fencing', NODE_COUNTS, (env, nodeCount) => {
         admin.map(() => null),
       );
 
-      // The smaller counter was raised: the next holder of b alone is above the multi-resource fence.
+      // 0.1's counter was folded into the node's and removed: nothing per resource is left behind.
+      assert.deepEqual(await Promise.all(admin.map((x) => x.exists(keysOf(a).fence))), admin.map(() => 0));
+      // The next holder of either resource alone is above the multi-resource fence.
       const nextB = await locks.acquire(b);
       assert.ok(nextB.fence > both.fence, `fence of b ${nextB.fence} not above multi fence ${both.fence}`);
       await nextB.release();
@@ -107,11 +108,12 @@ withNodeSets('fencing', NODE_COUNTS, (env, nodeCount) => {
       const first = await locks.acquire(resource);
       await first.release();
       // One node ran ahead (e.g. it took part in acquires the others missed).
-      await admin[0]!.hset(keysOf(resource).fence, 'n', '1000');
+      const ahead = first.fence + 1_000n;
+      await admin[0]!.hset(MARKER, 'fence', String(ahead));
       const lock = await locks.acquire(resource);
       try {
-        assert.equal(lock.fence, 1001n);
-        const counters = await Promise.all(admin.map((a) => a.hget(keysOf(resource).fence, 'n')));
+        assert.equal(lock.fence, ahead + 1n);
+        const counters = await Promise.all(admin.map((a) => a.hget(MARKER, 'fence')));
         // every node that granted the lock now has at least the fence
         for (const [i, c] of counters.entries())
           assert.ok(BigInt(c ?? '0') >= lock.fence, `node ${i} counter ${c} below fence ${lock.fence}`);
@@ -126,16 +128,20 @@ withNodeSets('fencing', NODE_COUNTS, (env, nodeCount) => {
       const { admin } = env();
       const resource = uniqueResource('inspect');
 
+      const counter = await admin[0]!.hget(MARKER, 'fence');
       const empty = await observer.inspect(resource);
       assert.equal(empty.resource, resource);
       assert.equal(empty.holder, null);
-      assert.equal(empty.fence, 0n);
+      assert.equal(empty.fence, BigInt(counter ?? '0'), 'the node counter: the next fence exceeds it');
       assert.equal(empty.quorum, Math.floor(nodeCount / 2) + 1);
       assert.equal(empty.nodes.length, nodeCount);
       for (const n of empty.nodes) {
         assert.equal(n.owner, null);
         assert.equal(n.error, null);
         assert.equal(n.remaining, 0);
+        assert.equal(n.waiters, 0);
+        assert.equal(n.state, 'trusted', 'nodes that kept their data since the deployment began');
+        assert.equal(n.quarantinedFor, 0);
       }
 
       const lock = await locks.acquire(resource, { ttl: 1500 });
@@ -153,11 +159,11 @@ withNodeSets('fencing', NODE_COUNTS, (env, nodeCount) => {
 
         // A different owner on node 0 (and a counter ahead there): inspect shows it per node.
         await admin[0]!.set(keysOf(resource).lock, 'intruder', 'PX', 5000);
-        await admin[0]!.hset(keysOf(resource).fence, 'n', '77');
+        await admin[0]!.hset(MARKER, 'fence', String(lock.fence + 77n));
         const mixed = await observer.inspect(resource);
         assert.equal(mixed.nodes[0]!.owner, 'intruder');
-        assert.equal(mixed.nodes[0]!.fence, 77n);
-        assert.equal(mixed.fence, 77n, 'the largest counter of any node');
+        assert.equal(mixed.nodes[0]!.fence, lock.fence + 77n);
+        assert.equal(mixed.fence, lock.fence + 77n, 'the largest counter of any node');
         // with one node the intruder is the quorum; with five, the lock still has 4 of 5
         assert.equal(mixed.holder, nodeCount === 1 ? 'intruder' : lock.value);
         for (const n of mixed.nodes.slice(1)) assert.equal(n.owner, lock.value);
