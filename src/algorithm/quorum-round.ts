@@ -17,7 +17,7 @@ import { guard, throwIfQuarantineOutlasts } from './wait.js';
 import { ANYONE, Wakeup, type ReleaseNotifications, type Watch } from './notifications.js';
 import type { NodeReport } from './node-health.js';
 import { Redlock, type Attempt, type Grant, type LeaseOps, type NodeErrorReport, type RoundReply } from './redlock.js';
-import { countGrants, type GrantCount } from './trust.js';
+import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
 
 /**
  * The quorum machinery shared by the semaphore and the read-write lock (the
@@ -181,7 +181,7 @@ export async function quorumRound(host: PrimitiveHost, round: Round): Promise<At
   const count = countGrants(answers, quorum);
   redlock.nameUntrusted(count, failures);
   if (count.counted.length >= quorum) {
-    const grant = await agreeOnFence(host, round, slot, start, replies, count, failures);
+    const grant = await agreeOnFence(host, round, slot, start, replies, answers, count, failures);
     if (grant) return { kind: 'acquired', grant };
   }
 
@@ -204,6 +204,7 @@ async function agreeOnFence(
   slot: string,
   start: number,
   replies: readonly Reply[],
+  answers: readonly NodeAnswer[],
   count: GrantCount,
   failures: NodeFailure[],
 ): Promise<Grant | undefined> {
@@ -219,7 +220,9 @@ async function agreeOnFence(
   await Promise.all(
     repair.map(async ({ i, epoch }) => {
       const marker = markerOn(redlock.nodes[i] as RedisNode, round.keys);
-      if (await redlock.raiseFenceOn(i, marker, fence, epoch, count.bootstrap, [round.keys.name], failures)) repaired.add(i);
+      // A node in restart quarantine is never marked trusted: that would hide its data loss from other managers.
+      const trust = count.bootstrap && answers[i]?.quarantine === 0;
+      if (await redlock.raiseFenceOn(i, marker, fence, epoch, trust, [round.keys.name], failures)) repaired.add(i);
     }),
   );
   const needsRepair = new Set(repair.map(({ i }) => i));

@@ -270,7 +270,7 @@ export class Redlock {
     const count = countGrants(answers, this.quorum);
     this.nameUntrusted(count, failures);
     if (count.counted.length >= this.quorum) {
-      const grant = await this.agreeOnFence(resources, keys, token, ttl, start, replies, count, failures);
+      const grant = await this.agreeOnFence(resources, keys, token, ttl, start, replies, answers, count, failures);
       if (grant) {
         // Nodes that said "held" (the last holder's key was still there) queued us: leave those queues,
         // or we would stand first in line there, holding up the next waiter until our place lapses.
@@ -411,6 +411,7 @@ export class Redlock {
     ttl: number,
     start: number,
     replies: AcquireReply[],
+    answers: readonly NodeAnswer[],
     count: GrantCount,
     failures: NodeFailure[],
   ): Promise<Grant | undefined> {
@@ -435,7 +436,9 @@ export class Redlock {
     const repaired = new Set<number>();
     const raise = async ({ i, r }: { i: number; r: AcquireReply }): Promise<void> => {
       const epoch = r.kind === 'error' ? '' : r.epoch;
-      if (await this.raiseFenceOn(i, this.markerFor(i, keys), fence, epoch, count.bootstrap, resources, failures)) repaired.add(i);
+      // A node in restart quarantine is never marked trusted: that would hide its data loss from other managers.
+      const trust = count.bootstrap && answers[i]?.quarantine === 0;
+      if (await this.raiseFenceOn(i, this.markerFor(i, keys), fence, epoch, trust, resources, failures)) repaired.add(i);
     };
     for (const lagging of lazy) void raise(lagging);
     await Promise.all(repair.filter(({ i }) => !lazySet.has(i)).map(raise));

@@ -16,7 +16,11 @@
  *   to keep). All grants count, and the nodes are marked trusted.
  * - all answered: every node answered and no trustworthy node holds the lock,
  *   so the fence, the maximum over all grants, covers everything any node
- *   still knows. All grants count (the nodes stay untrusted until repaired).
+ *   still knows. All grants count. Trusted nodes are then fewer than a
+ *   majority (else they alone would have made the quorum): no majority kept
+ *   its data, so no repair can ever read one (repair.ts), and nothing better
+ *   than the maximum over every node exists. So this is a new beginning, as
+ *   for a new deployment: the nodes are marked trusted.
  *
  * Every granting node whose counter is behind is raised before the acquire resolves.
  * A grant in restart quarantine (node-health.ts) counts toward nothing, by either rule.
@@ -37,7 +41,7 @@ export interface GrantCount {
   readonly counted: readonly number[];
   /** granted nodes out of quarantine whose grants do not count only because their counters are not trustworthy */
   readonly untrusted: readonly number[];
-  /** a new deployment: mark every granting node trusted */
+  /** a new deployment (or no majority kept its data): mark every answering node out of quarantine trusted */
   readonly bootstrap: boolean;
 }
 
@@ -51,7 +55,7 @@ export function countGrants(answers: readonly NodeAnswer[], quorum: number): Gra
   const answered = answers.filter((a) => a.kind !== 'error');
   if (answered.length >= quorum && !answered.some((a) => a.trusted)) return { counted: usable, untrusted: [], bootstrap: true };
   const allAnswered = answered.length === answers.length;
-  if (allAnswered && !answered.some((a) => a.kind === 'held' && a.trusted)) return { counted: usable, untrusted: [], bootstrap: false };
+  if (allAnswered && !answered.some((a) => a.kind === 'held' && a.trusted)) return { counted: usable, untrusted: [], bootstrap: true };
   return { counted: trusted, untrusted, bootstrap: false };
 }
 
