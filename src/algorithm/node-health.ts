@@ -126,7 +126,12 @@ export class NodeHealth {
 
   /** Whether node i is known to have lost its data, from what the nodes reported (see `lost`). */
   isLost(i: number, scope: string, r: NodeReport, reports: ReadonlyArray<NodeReport | undefined>): boolean {
-    return this.lost(i, scope, r, reports.some((x) => x?.trusted === true));
+    return this.lost(
+      i,
+      scope,
+      r,
+      reports.some((x) => x?.trusted === true),
+    );
   }
 
   /**

@@ -417,7 +417,8 @@ async function waitRounds(
       }
       const left = deadline - monotonicNow();
       const backoff = backoffDelay(o.retry, retries++);
-      const delay = last.kind === 'expired' ? Math.min(backoff, left) : Math.min(last.kind === 'busy' ? backoff : Infinity, last.retryAfter + 1, left);
+      const delay =
+        last.kind === 'expired' ? Math.min(backoff, left) : Math.min(last.kind === 'busy' ? backoff : Infinity, last.retryAfter + 1, left);
       const reason = await wakeup.wait(delay, last.kind === 'busy' ? last.busyNodes : 1, signal);
       if (monotonicNow() >= deadline) throw new LockTimeoutError([name], o.timeout, why);
       host.lockHost.emit('retry', { resources: [name], attempt: retries, reason, waited: monotonicNow() - started });

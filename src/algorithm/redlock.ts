@@ -603,7 +603,13 @@ export class Redlock {
       const node = (this.nodes[i] as RedisNode).name;
       if (r instanceof Error) return { node, owner: null, remaining: 0, waiters: 0, fence: null, state: null, quarantinedFor: 0, error: r };
       const quarantinedFor = left[i] as number;
-      return { node, ...r.view, state: this.stateOf(i, r.report, reports, scopes[i] as string, quarantinedFor), quarantinedFor, error: null };
+      return {
+        node,
+        ...r.view,
+        state: this.stateOf(i, r.report, reports, scopes[i] as string, quarantinedFor),
+        quarantinedFor,
+        error: null,
+      };
     });
   }
 
@@ -673,7 +679,12 @@ interface InspectReply {
 function parseInspectReply([owner, pttl, waiters, epoch, trusted, fence, longest, age]: unknown[], node: RedisNode): InspectReply {
   const held = typeof owner === 'string';
   return {
-    view: { owner: held ? owner : null, remaining: held ? Math.max(-1, Number(pttl)) : 0, waiters: Number(waiters), fence: parseFence(fence, node) },
+    view: {
+      owner: held ? owner : null,
+      remaining: held ? Math.max(-1, Number(pttl)) : 0,
+      waiters: Number(waiters),
+      fence: parseFence(fence, node),
+    },
     report: { epoch: typeof epoch === 'string' ? epoch : null, trusted: Number(trusted) === 1, longest: Number(longest), age: Number(age) },
   };
 }

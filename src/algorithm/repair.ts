@@ -72,11 +72,14 @@ export class Repairs {
     if (known?.timer) clearTimeout(known.timer);
     const job: Pending = { node, scope, epoch };
     this.pending.set(key, job);
-    job.timer = setTimeout(() => {
-      job.timer = undefined;
-      this.ready.push(job);
-      this.drain();
-    }, Math.max(0, dueIn));
+    job.timer = setTimeout(
+      () => {
+        job.timer = undefined;
+        this.ready.push(job);
+        this.drain();
+      },
+      Math.max(0, dueIn),
+    );
     job.timer.unref?.();
   }
 
@@ -113,7 +116,9 @@ export class Repairs {
     const started = monotonicNow();
     const target = host.nodes[job.node] as RedisNode;
     const targetMarker = host.markerOn(job.node, job.scope) as string;
-    const reads = await Promise.all(host.nodes.map((_, j) => (j === job.node ? this.read(job.node, targetMarker) : this.readFor(j, job.scope))));
+    const reads = await Promise.all(
+      host.nodes.map((_, j) => (j === job.node ? this.read(job.node, targetMarker) : this.readFor(j, job.scope))),
+    );
     const self = reads[job.node];
     if (!self || self.epoch !== job.epoch || self.trusted) return this.forget(job);
     const others = reads.filter((r, j): r is Read => j !== job.node && r !== undefined && r.trusted && r.complete);
@@ -189,7 +194,8 @@ function parseRead(reply: unknown, node: RedisNode): Read {
   if (!Array.isArray(reply) || reply.length < 6) throw new NodeError(node.name, `unexpected read-node reply: ${JSON.stringify(reply)}`);
   const [epoch, trusted, fence, longest, age, layout] = reply as unknown[];
   const text = String(fence);
-  if (!/^\d+$/.test(text)) throw new NodeError(node.name, `fence counter is not a non-negative integer: ${JSON.stringify(text.slice(0, 40))}`);
+  if (!/^\d+$/.test(text))
+    throw new NodeError(node.name, `fence counter is not a non-negative integer: ${JSON.stringify(text.slice(0, 40))}`);
   return {
     epoch: typeof epoch === 'string' ? epoch : null,
     trusted: Number(trusted) === 1,

@@ -1,7 +1,15 @@
 // OpenTelemetry instruments, recorded through @opentelemetry/api only. Without
 // an SDK installed the API hands out no-op instruments, so by default every
 // call here is an empty function call. docs/observability.md lists them all.
-import { metrics, ValueType, type Counter, type Histogram, type MeterProvider, type ObservableGauge, type UpDownCounter } from '@opentelemetry/api';
+import {
+  metrics,
+  ValueType,
+  type Counter,
+  type Histogram,
+  type MeterProvider,
+  type ObservableGauge,
+  type UpDownCounter,
+} from '@opentelemetry/api';
 
 /** Instrumentation scope name: the `otel_scope_name` label in a Prometheus scrape. */
 export const METER_NAME = 'fencelock';

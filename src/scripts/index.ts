@@ -1,5 +1,14 @@
 import { Script } from '../adapters/types.js';
-import { acquireLua, dequeueLua, extendLua, extendManyLua, forceReleaseLua, inspectLua, raiseFenceLua, releaseLua } from './lua.generated.js';
+import {
+  acquireLua,
+  dequeueLua,
+  extendLua,
+  extendManyLua,
+  forceReleaseLua,
+  inspectLua,
+  raiseFenceLua,
+  releaseLua,
+} from './lua.generated.js';
 import { leaseExtendLua, leaseReleaseLua, rwlockAcquireLua, semaphoreAcquireLua } from './lua.generated.js';
 import { migrateLua, readNodeLua, repairLua } from './lua.generated.js';
 

@@ -41,7 +41,11 @@ describe('node state', () => {
   };
   const restartEmpty = async (indexes: readonly number[]): Promise<void> => {
     await Promise.all(indexes.map((i) => s.nodes.nodes[i]!.restart()));
-    await eventually(async () => (await Promise.all(s.admin.map((a) => a.ping().catch(() => 'down')))).every((p) => p === 'PONG'), 5_000, 20);
+    await eventually(
+      async () => (await Promise.all(s.admin.map((a) => a.ping().catch(() => 'down')))).every((p) => p === 'PONG'),
+      5_000,
+      20,
+    );
   };
   const keyCounts = (): Promise<number[]> => Promise.all(s.admin.map((a) => a.dbsize()));
 
@@ -122,8 +126,9 @@ describe('node state', () => {
     await lock.release();
     // A quarantine that outlasts the caller's deadline is a QuorumError that says when the node counts again.
     await restartEmpty([0, 1, 2]);
-    await assert.rejects(m.acquire('r2', { ttl: 1_000, timeout: 200 }), (e: unknown) =>
-      e instanceof QuorumError && /counts again in \d+ ms \(at \d{4}-/.test(e.message),
+    await assert.rejects(
+      m.acquire('r2', { ttl: 1_000, timeout: 200 }),
+      (e: unknown) => e instanceof QuorumError && /counts again in \d+ ms \(at \d{4}-/.test(e.message),
     );
   });
 
@@ -159,7 +164,10 @@ describe('node state', () => {
     await restartEmpty([4]);
     await Promise.all([a.acquire('y1').then((l) => l.release()), b.acquire('y2').then((l) => l.release())]);
     const seen = await Promise.all(repairs);
-    assert.ok(seen.some((e) => e !== 'none'), 'at least one manager repaired it');
+    assert.ok(
+      seen.some((e) => e !== 'none'),
+      'at least one manager repaired it',
+    );
     const counters = await Promise.all(s.admin.map((x) => x.hget(MARKER, 'fence')));
     const max = counters.slice(0, 4).reduce((m, c) => (BigInt(c ?? '0') > m ? BigInt(c ?? '0') : m), 0n);
     assert.ok(BigInt(counters[4] ?? '0') >= max - 2n, `repaired counter ${counters[4]} keeps up with the others (${max})`);
