@@ -12,7 +12,7 @@ export {
   NodeTimeoutError,
   type NodeFailure,
 } from './errors.js';
-export type { NodeView } from './algorithm/redlock.js';
+export type { NodeDataState, NodeView } from './algorithm/redlock.js';
 export type { LockEvents, LockEventName, LockEventListener } from './events.js';
 export {
   DIAGNOSTICS_CHANNELS,

@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline/promises';
-import { LockManager } from '../index.js';
+import { LockManager, type NodeView } from '../index.js';
 import { startRedisNodes } from '../testing/index.js';
 import { CliError, colours, table, toJson } from './output.js';
 
@@ -19,7 +19,16 @@ export async function nodesStart(o: { count: number; port?: number }): Promise<v
   await nodes.stop();
 }
 
-/** `fencelock inspect <resource>`: per node holder, remaining ms, fence counter or error. */
+/** A node's data state for people: trusted, quarantined until when, being repaired (see NodeDataState). */
+function nodeState(n: NodeView, c: ReturnType<typeof colours>): string {
+  if (n.state === 'quarantined')
+    return c('yellow', `quarantined until ${new Date(Date.now() + n.quarantinedFor).toISOString()} (lost its data)`);
+  if (n.state === 'repairing') return c('yellow', 'being repaired');
+  if (n.state === 'untrusted') return c('red', 'untrusted (lost its data, not repaired)');
+  return n.state ?? '';
+}
+
+/** `fencelock inspect <resource>`: per node holder, remaining ms, waiters, fence counter and node state, or error. */
 export async function inspect(resource: string, o: { nodes: string[]; json: boolean; prefix?: string }): Promise<number> {
   const locks = manager(o.nodes, o.prefix);
   try {
@@ -29,10 +38,18 @@ export async function inspect(resource: string, o: { nodes: string[]; json: bool
       process.stdout.write(toJson(info) + '\n');
     } else {
       const c = colours(process.stdout);
-      const rows = [['node', 'holder', 'remaining', 'fence'].map((h) => c('bold', h))];
+      const rows = [['node', 'holder', 'remaining', 'waiters', 'fence', 'node state'].map((h) => c('bold', h))];
       for (const n of info.nodes) {
-        if (n.error) rows.push([n.node, c('red', `error: ${n.error.message.replace(`${n.node}: `, '')}`), '', '']);
-        else rows.push([n.node, n.owner ?? c('dim', '(free)'), n.owner ? `${n.remaining} ms` : '', String(n.fence)]);
+        if (n.error) rows.push([n.node, c('red', `error: ${n.error.message.replace(`${n.node}: `, '')}`), '', '', '', '']);
+        else
+          rows.push([
+            n.node,
+            n.owner ?? c('dim', '(free)'),
+            n.owner ? `${n.remaining} ms` : '',
+            String(n.waiters),
+            String(n.fence),
+            nodeState(n, c),
+          ]);
       }
       process.stdout.write(
         `${c('bold', resource)}: ${info.holder ? `held by ${info.holder}` : 'not held by a quorum'} (quorum ${info.quorum} of ${info.nodes.length}, fence ${info.fence})\n`,

@@ -58,6 +58,35 @@ describe('fencelock inspect / release', () => {
     assert.match(r.stdout, /error:/);
   });
 
+  test('inspect shows each node’s state: a node restarted empty is quarantined until a given time', async () => {
+    const before = await runCli(['inspect', 'cli:state', '--nodes', nodeList, '--json']);
+    const states = (JSON.parse(before.stdout) as { nodes: Array<{ state: string }> }).nodes.map((n) => n.state);
+    assert.deepEqual(states, ['trusted', 'trusted', 'trusted']);
+    const other = new LockManager(nodes.urls, { ttl: 30_000 });
+    try {
+      await nodes.nodes[2]!.restart();
+      // A round reaches the empty node (creating its new marker); the trusted nodes have recorded ttl 30 000.
+      await eventually(
+        async () =>
+          await other
+            .tryAcquire('cli:state')
+            .then((l) => l?.release())
+            .then(
+              () => true,
+              () => false,
+            ),
+        5_000,
+        50,
+      );
+      const r = await runCli(['inspect', 'cli:state', '--nodes', nodeList]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /quarantined until \d{4}-\d\d-\d\dT[\d:.]+Z \(lost its data\)/);
+      assert.equal((r.stdout.match(/trusted/g) ?? []).length, 2, 'the two other nodes are trusted');
+    } finally {
+      await other.close();
+    }
+  });
+
   test('release --force --yes deletes another owner’s lock; without --force or --yes it refuses', async () => {
     const lock = await locks.acquire('cli:release');
     const noForce = await runCli(['release', 'cli:release', '--nodes', nodeList, '--yes']);
