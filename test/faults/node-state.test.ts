@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { LockManager, QuorumError, type Lock, type LockManagerOptions } from '../../src/index.js';
 import { keysFor, markerKey } from '../../src/keys.js';
 import { eventually, setup, type Setup } from '../support/harness.js';
+import { inMemoryMetrics, withProvider } from '../observability/otel.js';
 
 const MARKER = markerKey('fencelock:');
 
@@ -153,6 +154,28 @@ describe('node state', () => {
       const lock = await m.acquire(name, { timeout: 2_000 });
       assert.ok(lock.fence > (before.get(name) as bigint), `${name}: fence ${lock.fence} above ${before.get(name)}`);
       await lock.release();
+    }
+  });
+
+  test('metrics: a quarantine counted by node, the untrusted gauge up then down, the repair duration recorded', async () => {
+    const otel = inMemoryMetrics();
+    try {
+      const m = manager(withProvider({ ttl: 600 }, otel));
+      await (await m.acquire('metrics-0')).release();
+      const repaired = nextEvent(m, 'nodeRepaired', 5_000);
+      await restartEmpty([1]);
+      await (await m.acquire('metrics-1')).release();
+      const node = s.nodes.nodes[1]!.url.replace('redis://', '');
+      const during = await otel.read();
+      assert.equal(during.total('fencelock.node.quarantines', { 'fencelock.node': node }), 1);
+      assert.equal(during.total('fencelock.nodes.untrusted'), 1, 'one node lost and not repaired yet');
+      await repaired;
+      const after = await otel.read();
+      assert.equal(after.total('fencelock.nodes.untrusted'), 0);
+      assert.equal(after.histogram('fencelock.node.repair.duration', { 'fencelock.node': node }).count, 1);
+      assert.deepEqual(after.kind('fencelock.nodes.untrusted'), { unit: '{node}', kind: 'gauge' });
+    } finally {
+      await otel.shutdown();
     }
   });
 
