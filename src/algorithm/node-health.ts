@@ -92,6 +92,15 @@ export class NodeHealth {
     if (epoch !== null) state.epoch = epoch;
   }
 
+  /**
+   * How long a node must have been back before its repair may mark it trusted: the quarantine of the mode
+   * ('auto': Q + drift(Q); strict: N; off: no wait, as the counters are all a repair is about then).
+   */
+  repairAfter(reports: ReadonlyArray<NodeReport | undefined>): number {
+    if (this.mode === false) return 0;
+    return typeof this.mode === 'number' ? this.mode : this.quarantineMs(reports);
+  }
+
   /** How long a lost node is kept out, given what the answering nodes recorded: Q + drift(Q). */
   quarantineMs(reports: ReadonlyArray<NodeReport | undefined>): number {
     let longest = this.longestUsed;

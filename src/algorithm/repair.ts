@@ -128,7 +128,7 @@ export class Repairs {
       return this.forget(job);
     }
     const fence = others.reduce((max, r) => (r.fence > max ? r.fence : max), 0n);
-    const quarantine = host.health.quarantineMs(reads);
+    const quarantine = host.health.repairAfter(reads);
     const reply = await target.run(scripts.repair, [targetMarker], [job.epoch, fence.toString(), String(quarantine)], host.nodeTimeout);
     const [ok, detail] = Array.isArray(reply) ? (reply as unknown[]) : [];
     if (Number(ok) === 1) {
