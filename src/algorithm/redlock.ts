@@ -362,11 +362,21 @@ export class Redlock {
         return { kind: 'error', trusted: false, quarantine: 0, wait: 0, ahead: false };
       }
       // Lost its data while others kept theirs: repair it once its quarantine is over.
-      if (!reply.trusted && anyTrusted && reply.epoch !== null) this.repairs.schedule(i, scopes[i] ?? '', reply.epoch, quarantine[i] ?? 0);
+      const lost = !reply.trusted && anyTrusted && reply.epoch !== null;
+      if (lost) this.repairs.schedule(i, scopes[i] ?? '', reply.epoch, quarantine[i] ?? 0);
       const left = reply.kind === 'granted' ? (quarantine[i] ?? 0) : 0;
       if (left > 0) failures.push({ node: node.name, error: new NodeError(node.name, quarantined(left)) });
+      // Out of quarantine with its repair under way (two requests): if the round falls short, that is worth a short wait.
+      const repair = lost && left === 0 && this.repairs.isPending(i, scopes[i] ?? '') ? 2 * this.options.nodeTimeout : 0;
       const held = reply.kind === 'held';
-      return { kind: reply.kind, trusted: reply.trusted, quarantine: left, wait: held ? reply.wait : 0, ahead: held && reply.ahead };
+      return {
+        kind: reply.kind,
+        trusted: reply.trusted,
+        quarantine: left,
+        wait: held ? reply.wait : 0,
+        ahead: held && reply.ahead,
+        repair,
+      };
     });
   }
 

@@ -37,6 +37,9 @@ export interface RepairHost {
 /** Repairs running at once (a Cluster may have many slots to repair). */
 const CONCURRENT = 4;
 
+/** After a repair found fewer than a majority of trusted nodes, the same node and epoch is not tried again for this long. */
+const RETRY_AFTER_SHORTFALL_MS = 1_000;
+
 interface Pending {
   readonly node: number;
   readonly scope: string;
@@ -46,6 +49,8 @@ interface Pending {
 
 export class Repairs {
   private readonly pending = new Map<string, Pending>();
+  /** repairs that found too few trusted nodes: not scheduled again for the same epoch before `until` (monotonic ms) */
+  private readonly shortOf = new Map<string, { epoch: string; until: number }>();
   private readonly ready: Pending[] = [];
   private running = 0;
   private closed = false;
@@ -67,6 +72,8 @@ export class Repairs {
   schedule(node: number, scope: string, epoch: string, dueIn: number): void {
     if (this.closed) return;
     const key = `${node}\u0000${scope}`;
+    const short = this.shortOf.get(key);
+    if (short && short.epoch === epoch && monotonicNow() < short.until) return;
     const known = this.pending.get(key);
     if (known && known.epoch === epoch) return;
     if (known?.timer) clearTimeout(known.timer);
@@ -124,7 +131,9 @@ export class Repairs {
     const others = reads.filter((r, j): r is Read => j !== job.node && r !== undefined && r.trusted && r.complete);
     if (others.length < host.quorum) {
       // Fewer than a majority kept their data (or answered): nothing can be marked trusted. A later round
-      // that meets the node untrusted schedules it again.
+      // that meets the node untrusted schedules it again, after a pause (rounds do not spin on it).
+      this.shortOf.set(`${job.node}\u0000${job.scope}`, { epoch: job.epoch, until: monotonicNow() + RETRY_AFTER_SHORTFALL_MS });
+      if (this.shortOf.size > 16_384) this.shortOf.delete(this.shortOf.keys().next().value as string);
       return this.forget(job);
     }
     const fence = others.reduce((max, r) => (r.fence > max ? r.fence : max), 0n);

@@ -34,6 +34,8 @@ export interface NodeAnswer {
   readonly wait: number;
   /** held: the node is free but another waiter is ahead of us in its queue */
   readonly ahead: boolean;
+  /** granted but untrusted, out of quarantine, and a repair of it is under way: ms until it may count (0: none) */
+  readonly repair?: number;
 }
 
 export interface GrantCount {
@@ -66,7 +68,7 @@ export type Shortfall =
    * of them (and of the quarantined nodes) are free for a quorum; `busyNodes` releases must come first.
    */
   | { readonly kind: 'busy'; readonly retryAfter: number; readonly busyNodes: number; readonly behind: boolean }
-  /** Nobody holds it, but nodes that lost their data count again only `retryAfter` ms from now. */
+  /** Nobody holds it, but nodes that lost their data count again only `retryAfter` ms from now (quarantine, repair). */
   | { readonly kind: 'quarantined'; readonly retryAfter: number }
   /** Node errors (or counters nobody can trust yet) leave too few nodes for a quorum, whatever the wait. */
   | { readonly kind: 'no-quorum' };
@@ -87,10 +89,10 @@ export function shortfall(answers: readonly NodeAnswer[], count: GrantCount, quo
       held++;
       if (a.ahead) ahead++;
       pending.push(a.wait);
-    } else if (a.kind === 'granted' && a.quarantine > 0 && !counted.has(i)) {
-      pending.push(a.quarantine);
+    } else if (a.kind === 'granted' && !counted.has(i) && (a.quarantine > 0 || (a.repair ?? 0) > 0)) {
+      pending.push(a.quarantine > 0 ? a.quarantine : (a.repair as number));
     }
-    // Errors, and untrusted grants out of quarantine, are not pending: no wait helps (a repair may, see repair.ts).
+    // Errors, and untrusted grants out of quarantine with no repair under way, are not pending: no wait helps.
   }
   const needed = quorum - counted.size;
   if (needed > pending.length) return { kind: 'no-quorum' };

@@ -89,6 +89,11 @@ describe('shortfall: why a round without a quorum failed', () => {
     assert.deepEqual(verdict([g(false), g(false), g(true), e, e], 3), { kind: 'no-quorum' });
   });
 
+  test('unless their repair is under way: a short wait for it', () => {
+    const repairing: NodeAnswer = { ...g(false), repair: 200 };
+    assert.deepEqual(verdict([repairing, repairing, g(true), g(true), e], 3), { kind: 'quarantined', retryAfter: 200 });
+  });
+
   test('waiters ahead on more than N - quorum nodes: behind', () => {
     const v = verdict([h(true, Infinity, true), h(true, Infinity, true), g(true)], 2);
     assert.equal(v.kind === 'busy' && v.behind, true);

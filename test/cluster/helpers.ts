@@ -80,11 +80,11 @@ export async function nodeAdmin(node: LocalRedisNode): Promise<Redis> {
 let counter = 0;
 /** A fresh resource name whose slot passes `accept` (bounded search). */
 export function resource(label: string, accept: (slot: number) => boolean = () => true): string {
-  for (let i = 0; i < 100_000; i++) {
+  for (let i = 0; i < 1_000_000; i++) {
     const name = `${label}-${++counter}-${randomBytes(3).toString('hex')}`;
     if (accept(slotOf(name))) return name;
   }
-  throw new Error(`no resource name for ${label} found in 100000 tries`);
+  throw new Error(`no resource name for ${label} found in 1000000 tries`);
 }
 
 /** The slot all of a resource's keys (lock, fence, channel, marker) hash to. */
