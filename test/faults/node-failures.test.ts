@@ -424,7 +424,6 @@ for (const kind of CLIENT_KINDS) {
     test("inspect() reports a garbage fence counter as that node's error instead of rejecting", async () => {
       const { m } = await managers.make(kind, urls);
       const resource = `bad-fence-inspect-${kind}`;
-      const keys = keysFor(PREFIX, resource);
       const lock = await m.acquire(resource);
       const counter = (await s.admin[1]!.hget(MARKER, 'fence')) as string;
       try {
