@@ -17,8 +17,8 @@ node --import tsx bench/run.ts --libraries fencelock/ioredis,raw-floor --workloa
 node --import tsx bench/render.ts bench/results/<date>.json   # rewrite this page's results and the chart
 \`\`\`
 
-The compared libraries are devDependencies of \`bench/package.json\` only (\`npm ci --prefix bench\`); its
-\`.npmrc\` sets \`legacy-peer-deps\`, so that they all use the root's ioredis instead of a copy of their own.
+The compared libraries are exact-pinned devDependencies of the root package (installed by \`npm ci\`; two
+versions of redlock under the aliases \`redlock-v4\` and \`redlock-v5\`); they all use the root's ioredis.
 A cell that throws or hangs (it is killed after a time limit) is reported as failed, with its error.
 
 ## How it is measured

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pg from 'pg';
 import { runTs } from '../support/child.js';
+import { requireComponent } from '../support/optional.js';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -22,9 +23,8 @@ const up = await postgresUp();
 
 test(
   'examples/postgres-fencing.ts: no oversell, and PostgreSQL rejects the stalled writer',
-  { skip: !up && !process.env.CI ? `no PostgreSQL at ${url}` : false },
+  { skip: requireComponent(up, `PostgreSQL at ${url}`, 'postgresql') },
   async () => {
-    assert.ok(up, `PostgreSQL must be reachable at ${url} in CI`);
     const result = await runTs(['examples/postgres-fencing.ts'], 60_000, { DATABASE_URL: url });
     assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
     const summary = JSON.parse(result.stdout.trim().split('\n').pop()!) as {

@@ -16,9 +16,10 @@ import {
   type WorkloadConfig,
 } from '../support/faults/index.js';
 import { LONG } from './chaos-scale.js';
+import { requireComponent } from '../support/optional.js';
 
 const RUN_MS = LONG ? 20_000 : 3_000;
-const skip = faketimeAvailable() ? false : 'faketime is not installed (apt-get install -y faketime); clock-drift tests skipped';
+const skip = requireComponent(faketimeAvailable(), 'faketime (clock-drift tests)', 'faketime');
 
 const started: LocalRedisNode[] = [];
 const pools: WorkerPool[] = [];

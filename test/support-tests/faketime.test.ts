@@ -5,11 +5,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import type { LocalRedisNode } from '../../src/testing/index.js';
 import { faketimeAvailable, faketimeCommandPrefix, startDriftingNode } from '../support/faults/index.js';
+import { requireComponent } from '../support/optional.js';
 
 const started: LocalRedisNode[] = [];
 after(() => Promise.all(started.map((n) => n.stop())));
 
-const skip = faketimeAvailable() ? false : 'faketime is not installed (apt-get install -y faketime)';
+const skip = requireComponent(faketimeAvailable(), 'faketime', 'faketime');
 /** Resolves at `ms` after `from` on the real (monotonic) clock. */
 const until = (from: number, ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, from + ms - performance.now())));
 
