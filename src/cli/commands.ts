@@ -4,12 +4,19 @@ import { startRedisNodes } from '../testing/index.js';
 import { CliError, colours, table, toJson } from './output.js';
 
 /** `fencelock nodes start`: local nodes in the foreground until Ctrl-C. */
-export async function nodesStart(o: { count: number; port?: number }): Promise<void> {
+export async function nodesStart(o: { count: number; port?: number; json: boolean }): Promise<void> {
   const nodes = await startRedisNodes(o.count, o.port === undefined ? {} : { port: o.port });
   const c = colours(process.stdout);
-  process.stdout.write(`${c('bold', `${o.count} redis-server node(s) running`)} (no persistence; stopped on Ctrl-C):\n`);
-  for (const n of nodes.nodes) process.stdout.write(`  ${n.url}  pid ${n.pid}\n`);
-  process.stdout.write(`\n--nodes ${nodes.urls.join(',')}\n`);
+  if (o.json) {
+    process.stdout.write(
+      JSON.stringify({ nodes: nodes.nodes.map((n) => ({ url: n.url, pid: n.pid })), env: `FENCELOCK_NODES=${nodes.urls.join(',')}` }) +
+        '\n',
+    );
+  } else {
+    process.stdout.write(`${c('bold', `${o.count} redis-server node(s) running`)} (no persistence; stopped on Ctrl-C):\n`);
+    for (const n of nodes.nodes) process.stdout.write(`  ${n.url}  pid ${n.pid}\n`);
+    process.stdout.write(`\n--nodes ${nodes.urls.join(',')}\nexport FENCELOCK_NODES=${nodes.urls.join(',')}\n`);
+  }
   await new Promise<void>((resolve) => {
     const stop = (): void => resolve();
     process.once('SIGINT', stop);
@@ -20,7 +27,7 @@ export async function nodesStart(o: { count: number; port?: number }): Promise<v
 }
 
 /** A node's data state for people: trusted, quarantined until when, being repaired (see NodeDataState). */
-function nodeState(n: NodeView, c: ReturnType<typeof colours>): string {
+export function nodeState(n: NodeView, c: ReturnType<typeof colours>): string {
   if (n.state === 'quarantined')
     return c('yellow', `quarantined until ${new Date(Date.now() + n.quarantinedFor).toISOString()} (lost its data)`);
   if (n.state === 'repairing') return c('yellow', 'being repaired');
@@ -95,9 +102,9 @@ export async function release(
   }
 }
 
-function manager(nodes: string[], prefix?: string): LockManager {
+export function manager(nodes: readonly string[], prefix?: string): LockManager {
   try {
-    return new LockManager(nodes, { nodeTimeout: 1_000, ttl: 30_000, ...(prefix === undefined ? {} : { keyPrefix: prefix }) });
+    return new LockManager([...nodes], { nodeTimeout: 1_000, ttl: 30_000, ...(prefix === undefined ? {} : { keyPrefix: prefix }) });
   } catch (error) {
     throw new CliError((error as Error).message, 2);
   }

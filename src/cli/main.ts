@@ -3,7 +3,11 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { RedisServerNotFoundError } from '../testing/index.js';
+import { InvalidArgumentError } from '../index.js';
 import { inspect, nodesStart, release } from './commands.js';
+import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
+import { run } from './run.js';
+import { watch } from './watch.js';
 import { runDemo, type DemoOptions } from './demo/run-demo.js';
 import { CliError, parsePositiveInt, parseUrls } from './output.js';
 
@@ -21,14 +25,34 @@ function packageVersion(): string {
 }
 const version = packageVersion();
 
-/** Exit codes: 0 ok, 1 a failed operation or invariant, 2 bad usage. */
+/** --nodes, or else FENCELOCK_NODES; bad usage (exit 2) when neither is given. */
+function lockNodes(o: { nodes?: string[] }): string[] {
+  if (o.nodes) return o.nodes;
+  const env = process.env.FENCELOCK_NODES;
+  if (env) return parseUrls('FENCELOCK_NODES')(env);
+  throw new CliError('--nodes is required (or set FENCELOCK_NODES): comma-separated redis:// URLs of the lock nodes', EXIT.USAGE);
+}
+
+/** --prefix, or else FENCELOCK_PREFIX. */
+function keyPrefix(o: { prefix?: string }): string | undefined {
+  return o.prefix ?? (process.env.FENCELOCK_PREFIX || undefined);
+}
+
+const NODES_HELP = 'comma-separated redis:// URLs of the lock nodes (default: $FENCELOCK_NODES)';
+const PREFIX_HELP = 'key prefix the locks use (default: $FENCELOCK_PREFIX, else fencelock:)';
+
+/** Exit codes: see exit-codes.ts (listed in --help). */
 export async function main(argv: readonly string[]): Promise<number> {
   let code = 0;
   const program = new Command('fencelock')
-    .description('Distributed locks on Redis: inspect and release locks, run local nodes, watch the demo.')
+    .description(
+      'Distributed locks on Redis: run a command under a lock, inspect and watch locks, release them, run local nodes, the demo.',
+    )
     .version(version)
     .exitOverride()
+    .enablePositionalOptions()
     .configureOutput({ outputError: (text, write) => write(text) })
+    .addHelpText('after', EXIT_CODES_HELP)
     .showHelpAfterError('(run with --help for usage)');
 
   program
@@ -55,37 +79,116 @@ export async function main(argv: readonly string[]): Promise<number> {
     .description('start local nodes in the foreground; Ctrl-C stops them')
     .addOption(new Option('--count <n>', 'how many nodes').default(5).argParser(parsePositiveInt('--count', 32)))
     .option('--port <port>', 'first port (consecutive after it); default: free ports', parsePositiveInt('--port', 65_535))
-    .action(async (o: { count: number; port?: number }) => nodesStart(o));
+    .option('--json', 'print the nodes as JSON')
+    .action(async (o: { count: number; port?: number; json?: boolean }) => nodesStart({ ...o, json: o.json === true }));
+
+  program
+    .command('run')
+    .description('run a command while holding a lock (a distributed flock): auto-extended, released when it exits')
+    .usage('[options] <resource> -- <command> [args...]')
+    .argument('<resource>', 'the resource to lock')
+    .argument('<command...>', 'the command to run, after --')
+    .passThroughOptions()
+    .option('--nodes <urls>', NODES_HELP, parseUrls('--nodes'))
+    .option('--prefix <prefix>', PREFIX_HELP)
+    .addOption(
+      new Option('--ttl <ms>', 'lease in ms, extended every ttl/3 while the command runs')
+        .default(30_000)
+        .argParser(parsePositiveInt('--ttl', 2 ** 31 - 1)),
+    )
+    .addOption(
+      new Option('--timeout <ms>', 'how long to wait for the lock').default(10_000).argParser(parsePositiveInt('--timeout', 2 ** 31 - 1)),
+    )
+    .option('--no-wait', 'one attempt: exit 75 at once if another owner holds the lock')
+    .addOption(
+      new Option('--grace <ms>', 'after a lost lock: ms between SIGTERM and SIGKILL')
+        .default(10_000)
+        .argParser(parsePositiveInt('--grace', 2 ** 31 - 1)),
+    )
+    .option('--json', 'status lines as JSON on stderr (acquired, not-acquired, exit)')
+    .action(
+      async (
+        resource: string,
+        command: string[],
+        o: { nodes?: string[]; prefix?: string; ttl: number; timeout: number; wait: boolean; grace: number; json?: boolean },
+      ) => {
+        const prefix = keyPrefix(o);
+        code = await run(resource, command, {
+          nodes: lockNodes(o),
+          ...(prefix ? { prefix } : {}),
+          ttl: o.ttl,
+          timeout: o.wait ? o.timeout : 0,
+          grace: o.grace,
+          json: o.json === true,
+        });
+      },
+    );
+
+  program
+    .command('watch')
+    .description('a live view of locks: holder, remaining lease, fence, waiters and node states, refreshed in place')
+    .argument('<resource...>', 'the resources to watch')
+    .option('--nodes <urls>', NODES_HELP, parseUrls('--nodes'))
+    .option('--prefix <prefix>', PREFIX_HELP)
+    .addOption(new Option('--interval <ms>', 'ms between refreshes').default(1_000).argParser(parsePositiveInt('--interval', 3_600_000)))
+    .addOption(
+      new Option('--count <n>', 'stop after this many refreshes (default: until Ctrl-C)').argParser(
+        parsePositiveInt('--count', 1_000_000_000),
+      ),
+    )
+    .option('--json', 'one JSON line per refresh')
+    .action(async (resources: string[], o: { nodes?: string[]; prefix?: string; interval: number; count?: number; json?: boolean }) => {
+      const prefix = keyPrefix(o);
+      code = await watch(resources, {
+        nodes: lockNodes(o),
+        ...(prefix ? { prefix } : {}),
+        interval: o.interval,
+        ...(o.count !== undefined ? { count: o.count } : {}),
+        json: o.json === true,
+      });
+    });
 
   program
     .command('inspect')
     .description('per node: holder, remaining lease, fence counter, or the node error')
     .argument('<resource>', 'the locked resource name')
-    .requiredOption('--nodes <urls>', 'comma-separated redis:// URLs of the lock nodes', parseUrls('--nodes'))
-    .option('--prefix <prefix>', 'key prefix the locks use (default fencelock:)')
+    .option('--nodes <urls>', NODES_HELP, parseUrls('--nodes'))
+    .option('--prefix <prefix>', PREFIX_HELP)
     .option('--json', 'print JSON')
-    .action(async (resource: string, o: { nodes: string[]; json?: boolean; prefix?: string }) => {
-      code = await inspect(resource, { ...o, json: o.json === true });
+    .action(async (resource: string, o: { nodes?: string[]; json?: boolean; prefix?: string }) => {
+      const prefix = keyPrefix(o);
+      code = await inspect(resource, { nodes: lockNodes(o), ...(prefix ? { prefix } : {}), json: o.json === true });
     });
 
   program
     .command('release')
     .description('delete a lock on every node whoever holds it (admin)')
     .argument('<resource>', 'the locked resource name')
-    .requiredOption('--nodes <urls>', 'comma-separated redis:// URLs of the lock nodes', parseUrls('--nodes'))
+    .option('--nodes <urls>', NODES_HELP, parseUrls('--nodes'))
     .option('--force', 'required: confirms you mean to delete another owner’s lock')
     .option('--yes', 'do not ask for confirmation')
-    .option('--prefix <prefix>', 'key prefix the locks use (default fencelock:)')
+    .option('--prefix <prefix>', PREFIX_HELP)
     .option('--json', 'print JSON')
-    .action(async (resource: string, o: { nodes: string[]; force?: boolean; yes?: boolean; json?: boolean; prefix?: string }) => {
-      code = await release(resource, { ...o, force: o.force === true, yes: o.yes === true, json: o.json === true });
+    .action(async (resource: string, o: { nodes?: string[]; force?: boolean; yes?: boolean; json?: boolean; prefix?: string }) => {
+      const prefix = keyPrefix(o);
+      code = await release(resource, {
+        nodes: lockNodes(o),
+        ...(prefix ? { prefix } : {}),
+        force: o.force === true,
+        yes: o.yes === true,
+        json: o.json === true,
+      });
     });
 
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return code;
   } catch (error) {
-    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : EXIT.USAGE;
+    if (error instanceof InvalidArgumentError) {
+      process.stderr.write(`fencelock: ${error.message}\n`);
+      return EXIT.USAGE;
+    }
     if (error instanceof CliError) {
       process.stderr.write(`fencelock: ${error.message}\n`);
       return error.exitCode;

@@ -14,9 +14,16 @@ export function table(rows: readonly (readonly string[])[]): string {
   return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c] ?? 0))).join('  ')).join('\n');
 }
 
+const jsonValue = (_key: string, v: unknown): unknown => (typeof v === 'bigint' ? v.toString() : v instanceof Error ? v.message : v);
+
 /** JSON that carries bigints (fences) as decimal strings. */
 export function toJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Error ? v.message : v), 2);
+  return JSON.stringify(value, jsonValue, 2);
+}
+
+/** The same on one line: one record per line, for status streams (run, watch). */
+export function toJsonLine(value: unknown): string {
+  return JSON.stringify(value, jsonValue);
 }
 
 /** An error the CLI reports as one line and an exit code, without a stack trace. */
