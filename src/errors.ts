@@ -4,6 +4,10 @@
  * package versions.
  */
 export class LockError extends Error {
+  /**
+   * Stable machine-readable code: `INVALID_ARGUMENT`, `ACQUIRE_TIMEOUT`, `NO_QUORUM`, `LOCK_LOST`,
+   * `LOCK_RELEASED`, `CLOSED`, `NODE_ERROR` or `NODE_TIMEOUT`.
+   */
   readonly code: string;
   constructor(code: string, message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -21,7 +25,9 @@ export class InvalidArgumentError extends LockError {
 
 /** `acquire` waited its whole timeout without getting the lock. */
 export class LockTimeoutError extends LockError {
+  /** the resources the call asked for */
   readonly resources: readonly string[];
+  /** the timeout it waited, in ms */
   readonly timeout: number;
   constructor(resources: readonly string[], timeout: number, detail = '') {
     super('ACQUIRE_TIMEOUT', `could not acquire ${describe(resources)} within ${timeout} ms${detail ? `: ${detail}` : ''}`);
@@ -34,12 +40,15 @@ export class LockTimeoutError extends LockError {
 export interface NodeFailure {
   /** the node's address, e.g. `127.0.0.1:7001` */
   readonly node: string;
+  /** what went wrong there (a {@link NodeError} naming the node, usually) */
   readonly error: Error;
 }
 
 /** A quorum could not be reached because nodes errored or timed out (not because someone else holds the lock). */
 export class QuorumError extends LockError {
+  /** the resources the call was about */
   readonly resources: readonly string[];
+  /** each node that did not count toward the quorum, and why (errors, timeouts, restart quarantine, untrusted counters) */
   readonly nodeErrors: readonly NodeFailure[];
   constructor(resources: readonly string[], operation: string, succeeded: number, needed: number, nodeErrors: readonly NodeFailure[]) {
     const list = nodeErrors.map(nodeMessage).join('; ');
@@ -53,6 +62,7 @@ export class QuorumError extends LockError {
 
 /** The lock is no longer held: an extension failed, or its validity ran out. */
 export class LockLostError extends LockError {
+  /** the resources of the lock that was lost */
   readonly resources: readonly string[];
   constructor(resources: readonly string[], reason: string, options?: { cause?: unknown }) {
     super('LOCK_LOST', `lock on ${describe(resources)} lost: ${reason}`, options);
@@ -62,6 +72,7 @@ export class LockLostError extends LockError {
 
 /** A Redis node failed a request: refused, timed out, or answered with an error reply. */
 export class NodeError extends LockError {
+  /** the node's address, e.g. `127.0.0.1:7001` */
   readonly node: string;
   constructor(node: string, message: string, options?: { cause?: unknown }, code = 'NODE_ERROR') {
     super(code, `${node}: ${message}`, options);
@@ -81,6 +92,7 @@ export function nodeMessage(f: NodeFailure): string {
   return f.error.message.startsWith(`${f.node}: `) ? f.error.message : `${f.node}: ${f.error.message}`;
 }
 
+/** `resource "a"` or `resources ["a", "b"]`, for messages; long names are cut. */
 export function describe(resources: readonly string[]): string {
   const text = resources.map((r) => JSON.stringify(r.length > 80 ? `${r.slice(0, 77)}...` : r)).join(', ');
   return resources.length === 1 ? `resource ${text}` : `resources [${text}]`;

@@ -13,7 +13,19 @@ export {
   type NodeFailure,
 } from './errors.js';
 export type { NodeDataState, NodeView } from './algorithm/redlock.js';
-export type { LockEvents, LockEventName, LockEventListener } from './events.js';
+export type {
+  AcquiredEvent,
+  ExtendedEvent,
+  LockEventListener,
+  LockEventName,
+  LockEvents,
+  LostEvent,
+  NodeErrorEvent,
+  NodeQuarantinedEvent,
+  NodeRepairedEvent,
+  ReleasedEvent,
+  RetryEvent,
+} from './events.js';
 export {
   DIAGNOSTICS_CHANNELS,
   METER_NAME,

@@ -27,6 +27,7 @@ import {
 
 /** What `inspect` reports for one resource. */
 export interface LockInfo {
+  /** the resource inspected */
   readonly resource: string;
   /** nodes needed for a quorum */
   readonly quorum: number;
@@ -34,6 +35,7 @@ export interface LockInfo {
   readonly holder: string | null;
   /** the largest fence counter any node reported */
   readonly fence: bigint;
+  /** what each node said, in the order the clients were given */
   readonly nodes: readonly NodeView[];
 }
 
@@ -210,20 +212,24 @@ export class LockManager {
     return this.#closed;
   }
 
+  /** `close()`, so that `await using locks = new LockManager(…)` closes it at the end of the block. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
 
+  /** Listens to an event; see {@link LockEvents} for the names and payloads. */
   on<E extends LockEventName>(event: E, listener: LockEventListener<E>): this {
     this.#events.on(event, listener as (...args: unknown[]) => void);
     return this;
   }
 
+  /** Listens to the next occurrence of an event only. */
   once<E extends LockEventName>(event: E, listener: LockEventListener<E>): this {
     this.#events.once(event, listener as (...args: unknown[]) => void);
     return this;
   }
 
+  /** Stops listening. */
   off<E extends LockEventName>(event: E, listener: LockEventListener<E>): this {
     this.#events.off(event, listener as (...args: unknown[]) => void);
     return this;

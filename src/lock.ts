@@ -5,6 +5,7 @@ import { LockError, LockLostError, nodeMessage } from './errors.js';
 import type { LockEvents } from './events.js';
 import { checkLeaseTtl } from './options.js';
 
+/** What `Lock.release()` did. */
 export interface ReleaseResult {
   /** nodes on which our key was found and deleted */
   readonly released: number;
@@ -38,8 +39,14 @@ type State = 'held' | 'released' | 'lost';
  * without an extension the lock counts as lost, and `signal` aborts at once.
  */
 export class Lock implements AsyncDisposable, Timed {
+  /** what is locked, sorted */
   readonly resources: readonly string[];
+  /** this holder's random owner token (144 bits from `crypto`): the value of its keys on the nodes */
   readonly value: string;
+  /**
+   * The fencing token: strictly greater than every earlier successful acquire's for these resources (as
+   * long as a majority of the nodes keeps its data). Hand it to the store you protect; it rejects a smaller one.
+   */
   readonly fence: bigint;
   #grant: Grant;
   #state: State = 'held';
@@ -92,6 +99,7 @@ export class Lock implements AsyncDisposable, Timed {
     return Math.max(0, this.#grant.validUntil - monotonicNow());
   }
 
+  /** `remaining() > 0`: neither lost nor released, and guaranteed validity is left. */
   isValid(): boolean {
     return this.remaining() > 0;
   }
@@ -133,6 +141,7 @@ export class Lock implements AsyncDisposable, Timed {
     return this.#releasing;
   }
 
+  /** `release()`, so that `await using lock = await locks.acquire('k')` releases it at the end of the block. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.release().then(() => undefined);
   }

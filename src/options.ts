@@ -12,8 +12,14 @@ export interface RetryOptions {
   jitter?: 'full' | 'none';
 }
 
+/**
+ * Restart quarantine mode: `'auto'` (default: a node that lost its data counts toward no acquire until every
+ * lease it may have helped grant has ended), a number N of ms (strict: no node whose data is younger than N ms
+ * counts), or `false` (off). See docs/how-it-works.md, "Restart quarantine".
+ */
 export type RestartQuarantine = 'auto' | false | number;
 
+/** Options of `new LockManager(clients, options)`; every one has a default. Checked before any connection is made. */
 export interface LockManagerOptions {
   /** default lease in ms (default 30_000) */
   ttl?: number;
@@ -23,6 +29,7 @@ export interface LockManagerOptions {
   driftFactor?: number;
   /** per-node request timeout in ms, must be < ttl / 3 (default 200) */
   nodeTimeout?: number;
+  /** backoff between retries while waiting, when no release notification comes first */
   retry?: RetryOptions;
   /** prefix of every key and channel fencelock uses (default 'fencelock:') */
   keyPrefix?: string;
@@ -39,6 +46,7 @@ export interface LockManagerOptions {
   waitForReplicas?: WaitForReplicas | false;
 }
 
+/** `waitForReplicas`: a node's grant counts once this many of its replicas confirmed the lock write. */
 export interface WaitForReplicas {
   /** replicas that must have the write (at least 1) */
   replicas: number;
@@ -46,11 +54,15 @@ export interface WaitForReplicas {
   timeout: number;
 }
 
+/** Options of `acquire`, `tryAcquire` (no `timeout`) and, with auto-extension on by default, `withLock`. */
 export interface AcquireOptions {
+  /** lease in ms (default: the manager's `ttl`) */
   ttl?: number;
-  /** max wait in ms; 0 = one attempt */
+  /** max wait in ms; 0 = one attempt (default: the manager's `acquireTimeout`) */
   timeout?: number;
+  /** aborts the wait: `acquire` rejects with the signal's reason */
   signal?: AbortSignal;
+  /** backoff between retries (default: the manager's `retry`) */
   retry?: RetryOptions;
   /**
    * Wait in line (default true): the lock goes to waiters in arrival order, across processes, and a
@@ -66,21 +78,35 @@ export interface AcquireOptions {
 /** withLock's options: as acquire's, but auto-extension is on by default. */
 export type WithLockOptions = AcquireOptions;
 
+/** {@link RetryOptions} with the defaults filled in. */
 export interface ResolvedRetry {
+  /** first delay cap, ms */
   readonly minDelay: number;
+  /** largest delay, ms */
   readonly maxDelay: number;
+  /** growth per attempt */
   readonly factor: number;
+  /** 'full': uniform in [0, cap]; 'none': the cap */
   readonly jitter: 'full' | 'none';
 }
 
+/** A manager's {@link LockManagerOptions} with the defaults filled in (`locks.options`). */
 export interface ResolvedManagerOptions {
+  /** default lease, ms (default 30 000) */
   readonly ttl: number;
+  /** default max wait of acquire(), ms (default 10 000) */
   readonly acquireTimeout: number;
+  /** drift = ttl × driftFactor + 2 ms (default 0.01) */
   readonly driftFactor: number;
+  /** per-node request timeout, ms (default 200) */
   readonly nodeTimeout: number;
+  /** default backoff while waiting */
   readonly retry: ResolvedRetry;
+  /** prefix of every key and channel (default 'fencelock:') */
   readonly keyPrefix: string;
+  /** restart quarantine mode (default 'auto') */
   readonly restartQuarantine: RestartQuarantine;
+  /** replicas that must confirm a grant, or false (default) */
   readonly waitForReplicas: Readonly<WaitForReplicas> | false;
 }
 

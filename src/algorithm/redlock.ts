@@ -665,6 +665,7 @@ export type NodeDataState = 'trusted' | 'quarantined' | 'repairing' | 'untrusted
 
 /** One node's view of a resource, as `LockManager.inspect` reports it. */
 export interface NodeView {
+  /** the node's address, e.g. `127.0.0.1:7001` */
   readonly node: string;
   /** the holder's owner token, or null when free (or on error) */
   readonly owner: string | null;
@@ -678,6 +679,7 @@ export interface NodeView {
   readonly state: NodeDataState | null;
   /** ms left of the node's restart quarantine (0: none) */
   readonly quarantinedFor: number;
+  /** the node's error (unreachable, timed out, an error reply), or null when it answered */
   readonly error: Error | null;
 }
 

@@ -7,9 +7,13 @@ import type { AcquireMethod, AcquireOutcome } from './metrics.js';
 
 /** Channel names. `acquire` is a tracing channel: subscribe to `tracing:fencelock:acquire:start` etc., or through `tracingChannel('fencelock:acquire')`. */
 export const DIAGNOSTICS_CHANNELS = Object.freeze({
+  /** a `tracingChannel`: start/end/asyncStart/asyncEnd/error of every acquire, with an {@link AcquireTraceContext} */
   acquire: 'fencelock:acquire',
+  /** a channel: one message per release, the `released` event's payload */
   release: 'fencelock:release',
+  /** a channel: one message per extension, the `extended` event's payload */
   extend: 'fencelock:extend',
+  /** a channel: one message per lost lock, the `lost` event's payload */
   lost: 'fencelock:lost',
 } as const);
 
@@ -19,12 +23,15 @@ export const DIAGNOSTICS_CHANNELS = Object.freeze({
  * subscriber can keep its span on it. `outcome` is set before asyncStart.
  */
 export interface AcquireTraceContext {
+  /** which call: 'acquire', 'tryAcquire' or 'withLock' */
   readonly method: AcquireMethod;
+  /** the resources asked for */
   readonly resources: readonly string[];
   /** lease asked for, ms */
   readonly ttl: number;
   /** max wait, ms (0 for tryAcquire) */
   readonly timeout: number;
+  /** how it ended ('acquired', 'timeout', 'busy', 'no_quorum', …), set before the end event */
   outcome?: AcquireOutcome;
   /** set by Node on success: the Lock, or null for a tryAcquire that found the lock busy */
   result?: Lock | null;

@@ -14,6 +14,7 @@ import { rwKeys, rwRequest } from './protocol.js';
  * docs/semaphores-and-rwlocks.md.
  */
 export class ReadWriteLock {
+  /** the lock's name (its keys' hash tag) */
   readonly name: string;
   readonly #host: PrimitiveHost;
 

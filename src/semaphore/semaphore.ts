@@ -4,6 +4,7 @@ import type { Lock } from '../lock.js';
 import { resolveSingleResource, show, type AcquireOptions, type WithLockOptions } from '../options.js';
 import { permitRequest, semaphoreKeys } from './protocol.js';
 
+/** Options of `locks.semaphore(name, options)`. */
 export interface SemaphoreOptions {
   /** how many permits may be held at once: an integer in [1, 2^31 - 1] */
   limit: number;
@@ -24,7 +25,9 @@ const MAX_LIMIT = 2 ** 31 - 1;
  * limit hold a permit.
  */
 export class Semaphore {
+  /** the semaphore's name (its keys' hash tag) */
   readonly name: string;
+  /** how many permits may be held at once */
   readonly limit: number;
   readonly #host: PrimitiveHost;
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { clusterKeySlot } from '../keys.js';
 import { findRedisServer, startRedisNodes, type LocalRedisNode, type StartRedisOptions } from './redis-nodes.js';
 
+/** Options of `startRedisCluster`: how many masters and replicas, and the redis-server options of each node. */
 export interface StartRedisClusterOptions extends Omit<StartRedisOptions, 'port' | 'cluster'> {
   /** masters, each serving an equal share of the 16384 slots; at least 3 (redis-cli's minimum); default 3 */
   masters?: number;
@@ -26,9 +27,11 @@ export interface StartRedisClusterOptions extends Omit<StartRedisOptions, 'port'
 
 /** One node as the cluster sees it (CLUSTER NODES). */
 export interface ClusterNodeInfo {
+  /** the local redis-server process */
   readonly node: LocalRedisNode;
   /** the 40-character node ID */
   readonly id: string;
+  /** what the cluster says it is now */
   readonly role: 'master' | 'replica';
   /** a replica's master's ID */
   readonly masterId: string | undefined;
@@ -36,7 +39,9 @@ export interface ClusterNodeInfo {
   readonly slots: ReadonlyArray<readonly [number, number]>;
 }
 
+/** What `killMaster` did: which master it killed, which replica took over, and how long that took. */
 export interface KillMasterResult {
+  /** the master that was SIGKILLed */
   readonly killed: LocalRedisNode;
   /** the replica that took over the killed master's slots */
   readonly promoted: LocalRedisNode;
@@ -237,6 +242,7 @@ async function until<T>(what: string, timeoutMs: number, check: () => Promise<Po
 export class LocalRedisCluster implements AsyncDisposable {
   /** @internal use startRedisCluster() */
   constructor(
+    /** every redis-server of the cluster, masters and replicas, in start order (roles change with failovers) */
     readonly nodes: readonly LocalRedisNode[],
     private readonly readyTimeout: number,
   ) {}
@@ -354,6 +360,7 @@ export class LocalRedisCluster implements AsyncDisposable {
     await Promise.all(this.nodes.map((n) => n.stop()));
   }
 
+  /** `stop()`, for `await using cluster = await startRedisCluster()`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }

@@ -8,6 +8,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 
+/** Options of `startRedisNode(s)`: how each throw-away redis-server is started. */
 export interface StartRedisOptions {
   /** extra redis-server arguments, e.g. ['--requirepass', 'x'] */
   args?: string[];
@@ -181,7 +182,9 @@ async function logTail(dir: string): Promise<string> {
 
 /** A redis-server child process the tests can crash, hang and bring back at will. */
 export class LocalRedisNode {
+  /** always loopback: 127.0.0.1 */
   readonly host = HOST;
+  /** `redis://127.0.0.1:<port>` */
   readonly url: string;
   #child: ChildProcess | undefined;
   #paused = false;
@@ -189,7 +192,9 @@ export class LocalRedisNode {
 
   /** @internal use startRedisNode() */
   constructor(
+    /** a free loopback port (never 6379) */
     readonly port: number,
+    /** its temporary working directory (log, and data when persistence is on) */
     readonly dir: string,
     private readonly opts: StartRedisOptions,
   ) {
@@ -198,10 +203,12 @@ export class LocalRedisNode {
     if (opts.cluster) takenPorts.add(port + CLUSTER_BUS_OFFSET);
   }
 
+  /** the process id while it runs */
   get pid(): number | undefined {
     return isAlive(this.#child) ? this.#child.pid : undefined;
   }
 
+  /** whether the process is alive (paused included) */
   isRunning(): boolean {
     return isAlive(this.#child);
   }
@@ -229,6 +236,7 @@ export class LocalRedisNode {
     this.#paused = true;
   }
 
+  /** SIGCONT: a paused node answers again. */
   resume(): void {
     if (!isAlive(this.#child)) throw new Error(`redis node ${this.url} is not running`);
     this.#child.kill('SIGCONT');
@@ -309,13 +317,20 @@ export class LocalRedisNode {
 
 /** A group of nodes (e.g. for Redlock) that is stopped as one, also via `await using`. */
 export class LocalRedisNodes implements AsyncDisposable {
-  constructor(readonly nodes: LocalRedisNode[]) {}
+  /** @internal use startRedisNodes() */
+  constructor(
+    /** the nodes, in start order */
+    readonly nodes: LocalRedisNode[],
+  ) {}
+  /** every node's `redis://` URL: pass them to `new LockManager(urls)` */
   get urls(): string[] {
     return this.nodes.map((n) => n.url);
   }
+  /** Stops every node (by its own pid) and removes its directory. */
   async stop(): Promise<void> {
     await Promise.all(this.nodes.map((n) => n.stop()));
   }
+  /** `stop()`, for `await using nodes = await startRedisNodes(3)`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.stop();
   }
