@@ -133,16 +133,6 @@ export class NodeHealth {
     });
   }
 
-  /** Whether node i is known to have lost its data, from what the nodes reported (see `lost`). */
-  isLost(i: number, scope: string, r: NodeReport, reports: ReadonlyArray<NodeReport | undefined>): boolean {
-    return this.lost(
-      i,
-      scope,
-      r,
-      reports.some((x) => x?.trusted === true),
-    );
-  }
-
   /**
    * Whether node i is known to have lost its data: its marker is untrusted while another answering node's
    * is trusted (any client can tell), or this manager saw its epoch change (even when every node lost its
