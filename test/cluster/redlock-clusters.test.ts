@@ -3,7 +3,9 @@
 // whatever the number of its masters.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Cluster, Redis } from 'ioredis';
 import { LockManager, type LockManagerOptions } from '../../src/index.js';
+import { keysFor, slotMarkerFor } from '../../src/keys.js';
 import { startRedisCluster, type LocalRedisCluster } from '../../src/testing/index.js';
 import { delay } from '../support/harness.js';
 import { clusterClient, contend, resource, type ClusterClient } from './helpers.js';
@@ -46,6 +48,44 @@ describe('Redlock over 3 independent Redis Clusters', () => {
     assert.equal(overlaps, 0, 'no two holders at once');
     assert.equal(shared, 48, 'no lost increment');
     for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fence ${fences[i]} follows ${fences[i - 1]}`);
+  });
+
+  test('a cluster that lost its data (FLUSHALL on its masters): the other two serve at once, its slot is quarantined, then repaired', async () => {
+    const m = await manager('ioredis');
+    const name = resource('redlock-flushed');
+    const first = await m.acquire(name);
+    await first.release();
+    const marker = slotMarkerFor('fencelock:', keysFor('fencelock:', name).lock);
+    const flushed = clusters[1]!;
+    await Promise.all(
+      (await flushed.masters()).map(async (master) => {
+        const admin = new Redis(master.port, master.host, { maxRetriesPerRequest: 1 });
+        try {
+          await admin.flushall();
+        } finally {
+          admin.disconnect();
+        }
+      }),
+    );
+    const quarantined = new Promise<{ node: string; until: number }>((resolve) => m.once('nodeQuarantined', resolve));
+    const repaired = new Promise<{ node: string; countersRaised: number }>((resolve) => m.once('nodeRepaired', resolve));
+    // A minority lost its data: the two trusted clusters alone are a quorum, no waiting.
+    const second = await m.acquire(name, { timeout: 0 });
+    assert.ok(second.fence > first.fence, 'the fence still rises');
+    await second.release();
+    const q = await quarantined;
+    assert.ok(q.until > Date.now(), 'the flushed cluster’s slot is in quarantine (until the longest ttl, 3 s, has passed)');
+    const r = await Promise.race([repaired, delay(10_000).then(() => undefined)]);
+    assert.ok(r, 'repaired within 10 s');
+    assert.equal(r.countersRaised, 1, 'one slot marker');
+    const client = await clusterClient('ioredis', flushed);
+    try {
+      const cluster = client.client as Cluster;
+      assert.equal(await cluster.hget(marker, 'trusted'), '1', 'the slot is trusted again');
+      assert.ok(BigInt((await cluster.hget(marker, 'fence')) ?? '0') >= second.fence, 'its counter raised to at least the last fence');
+    } finally {
+      client.close();
+    }
   });
 
   test('a killed cluster (all its masters SIGKILLed) is tolerated: the lock stays exclusive, acquire and extend go on with 2 of 3', async (t) => {
