@@ -33,9 +33,10 @@ function lockNodes(o: { nodes?: string[] }): string[] {
   throw new CliError('--nodes is required (or set FENCELOCK_NODES): comma-separated redis:// URLs of the lock nodes', EXIT.USAGE);
 }
 
-/** --prefix, or else FENCELOCK_PREFIX. */
-function keyPrefix(o: { prefix?: string }): string | undefined {
-  return o.prefix ?? (process.env.FENCELOCK_PREFIX || undefined);
+/** Where the locks live: --nodes (or FENCELOCK_NODES) and --prefix (or FENCELOCK_PREFIX). */
+function lockTarget(o: { nodes?: string[]; prefix?: string }): { nodes: string[]; prefix?: string } {
+  const prefix = o.prefix ?? (process.env.FENCELOCK_PREFIX || undefined);
+  return { nodes: lockNodes(o), ...(prefix ? { prefix } : {}) };
 }
 
 const NODES_HELP = 'comma-separated redis:// URLs of the lock nodes (default: $FENCELOCK_NODES)';
@@ -112,10 +113,8 @@ export async function main(argv: readonly string[]): Promise<number> {
         command: string[],
         o: { nodes?: string[]; prefix?: string; ttl: number; timeout: number; wait: boolean; grace: number; json?: boolean },
       ) => {
-        const prefix = keyPrefix(o);
         code = await run(resource, command, {
-          nodes: lockNodes(o),
-          ...(prefix ? { prefix } : {}),
+          ...lockTarget(o),
           ttl: o.ttl,
           timeout: o.wait ? o.timeout : 0,
           grace: o.grace,
@@ -138,10 +137,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     )
     .option('--json', 'one JSON line per refresh')
     .action(async (resources: string[], o: { nodes?: string[]; prefix?: string; interval: number; count?: number; json?: boolean }) => {
-      const prefix = keyPrefix(o);
       code = await watch(resources, {
-        nodes: lockNodes(o),
-        ...(prefix ? { prefix } : {}),
+        ...lockTarget(o),
         interval: o.interval,
         ...(o.count !== undefined ? { count: o.count } : {}),
         json: o.json === true,
@@ -150,14 +147,13 @@ export async function main(argv: readonly string[]): Promise<number> {
 
   program
     .command('inspect')
-    .description('per node: holder, remaining lease, fence counter, or the node error')
+    .description('per node: holder, remaining lease, waiters, fence counter and data state, or the node error')
     .argument('<resource>', 'the locked resource name')
     .option('--nodes <urls>', NODES_HELP, parseUrls('--nodes'))
     .option('--prefix <prefix>', PREFIX_HELP)
     .option('--json', 'print JSON')
     .action(async (resource: string, o: { nodes?: string[]; json?: boolean; prefix?: string }) => {
-      const prefix = keyPrefix(o);
-      code = await inspect(resource, { nodes: lockNodes(o), ...(prefix ? { prefix } : {}), json: o.json === true });
+      code = await inspect(resource, { ...lockTarget(o), json: o.json === true });
     });
 
   program
@@ -170,10 +166,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     .option('--prefix <prefix>', PREFIX_HELP)
     .option('--json', 'print JSON')
     .action(async (resource: string, o: { nodes?: string[]; force?: boolean; yes?: boolean; json?: boolean; prefix?: string }) => {
-      const prefix = keyPrefix(o);
       code = await release(resource, {
-        nodes: lockNodes(o),
-        ...(prefix ? { prefix } : {}),
+        ...lockTarget(o),
         force: o.force === true,
         yes: o.yes === true,
         json: o.json === true,
