@@ -32,7 +32,10 @@ export interface ResourceKeys {
   readonly leases: string;
 }
 
+const SPECIAL = /[%{}]/;
+
 export function encodeResource(resource: string): string {
+  if (!SPECIAL.test(resource)) return resource; // the usual name: nothing to encode, no new string
   return resource.replace(/[%{}]/g, (c) => (c === '%' ? '%25' : c === '{' ? '%7B' : '%7D'));
 }
 

@@ -138,6 +138,11 @@ export class Lock implements AsyncDisposable, Timed {
       this.#host.emit('released', { resources: this.resources, fence: this.fence, ...result });
       return result;
     });
+    // The release requests are written: a waiter of this process woken now sends its attempt right behind them.
+    if (wasHeld && !this.#grant.ops && this.resources.length === 1) {
+      const redlock = this.#host.redlock;
+      redlock.localWaiters.released(this.resources[0] as string, redlock.nodes.length);
+    }
     return this.#releasing;
   }
 

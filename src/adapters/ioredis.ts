@@ -50,7 +50,8 @@ export class IoredisDriver implements ClientDriver {
   private readonly errorListeners: Array<(e: Error) => void> = [];
   private readonly pendingReady = new Set<() => void>();
   private closed = false;
-  private corked = false;
+  /** requests written since the socket was corked (0: not corked) */
+  private corked = 0;
 
   constructor(
     readonly name: string,
@@ -107,18 +108,28 @@ export class IoredisDriver implements ClientDriver {
   send(args: readonly string[]): Promise<unknown> {
     const client = this.client as IoredisLike;
     // ioredis writes every command to the socket on its own (node-redis already batches a tick's
-    // writes). Corking the socket for the rest of this turn of the event loop lets the requests of
-    // many callers, or of many locks, leave in one write instead of one system call each.
+    // writes). Corking the socket lets the requests of many callers, or of many locks, leave in one
+    // write instead of one system call each; but a write held back to the end of the turn leaves the
+    // node idle meanwhile, so every few requests the cork is let go (the node starts on them while we
+    // prepare the rest).
     const stream = client.stream;
-    if (stream && !this.corked && typeof stream.cork === 'function') {
-      this.corked = true;
-      stream.cork();
-      queueMicrotask(() => {
-        this.corked = false;
+    if (stream && typeof stream.cork === 'function') {
+      if (this.corked === 0) {
+        stream.cork();
+        process.nextTick(() => this.uncork(stream));
+      } else if (this.corked >= CORK_BATCH) {
         stream.uncork();
-      });
+        stream.cork();
+        this.corked = 0;
+      }
+      this.corked++;
     }
     return client.call(args[0] as string, ...args.slice(1));
+  }
+
+  private uncork(stream: { uncork(): void }): void {
+    this.corked = 0;
+    stream.uncork();
   }
 
   async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
@@ -175,6 +186,9 @@ export class IoredisDriver implements ClientDriver {
     for (const listener of this.errorListeners) listener(error);
   }
 }
+
+/** Requests held in a corked socket before it is let go (see send). */
+const CORK_BATCH = 8;
 
 /** Connection settings for connections fencelock owns: fail fast, never resend a command after we gave up on it. */
 export const OWNED_IOREDIS_OPTIONS = {

@@ -1,4 +1,5 @@
 import { NodeError, NodeTimeoutError } from '../errors.js';
+import { Deadlines } from './deadlines.js';
 import type { ClientDriver, RedisNode, Script } from './types.js';
 
 /**
@@ -17,6 +18,8 @@ export class DriverNode implements RedisNode {
   /** requests waiting for the connection: one 'ready' listener on the client for all of them */
   private readonly readyWaiters = new Set<() => void>();
   private stopReadyListener: (() => void) | undefined;
+  /** one timer for every request in flight (see deadlines.ts) */
+  private readonly deadlines = new Deadlines();
 
   constructor(private readonly driver: ClientDriver) {
     this.name = driver.name;
@@ -31,24 +34,19 @@ export class DriverNode implements RedisNode {
     });
   }
 
-  async run(
-    script: Script,
-    keys: readonly string[],
-    args: readonly string[],
-    requested: number,
-    firstConnectMs = requested,
-  ): Promise<unknown> {
+  run(script: Script, keys: readonly string[], args: readonly string[], requested: number, firstConnectMs = requested): Promise<unknown> {
     const timeoutMs = this.allowFor(requested, firstConnectMs);
-    const deadline = performance.now() + timeoutMs;
-    const tail = [String(keys.length), ...keys, ...args];
-    const what = `${script.name} script`;
-    try {
-      return await this.bounded(() => this.driver.send(['EVALSHA', script.sha, ...tail]), deadline, timeoutMs, what);
-    } catch (error) {
-      if (!(error instanceof NodeError) || !error.message.includes('NOSCRIPT')) throw error;
-      // The node restarted or its script cache was flushed: EVAL sends the body and caches it again.
-      return this.bounded(() => this.driver.send(['EVAL', script.source, ...tail]), deadline, timeoutMs, what);
-    }
+    const command: string[] = ['EVALSHA', script.sha, String(keys.length)];
+    for (const key of keys) command.push(key);
+    for (const arg of args) command.push(arg);
+    // The node restarted or its script cache was flushed: EVAL sends the body and caches it again.
+    const retry = (error: NodeError): Promise<unknown> | undefined => {
+      if (!error.message.includes('NOSCRIPT')) return undefined;
+      command[0] = 'EVAL';
+      command[1] = script.source;
+      return this.driver.send(command);
+    };
+    return this.bounded(() => this.driver.send(command), performance.now() + timeoutMs, timeoutMs, script.label, retry);
   }
 
   waitForReplicas(routingKey: string, replicas: number, waitMs: number, requested: number): Promise<number> {
@@ -86,42 +84,59 @@ export class DriverNode implements RedisNode {
     return Math.max(requested, firstConnectMs);
   }
 
-  /** Waits for a ready connection and then for the answer, both within one deadline. */
-  private bounded<T>(send: () => Promise<T>, deadline: number, timeoutMs: number, what: string): Promise<T> {
+  /**
+   * Waits for a ready connection and then for the answer, both within one deadline. `retry`, given the
+   * error of the first send, may send once more within the same deadline (NOSCRIPT: EVAL instead).
+   */
+  private bounded<T>(
+    send: () => Promise<T>,
+    deadline: number,
+    timeoutMs: number,
+    what: string,
+    retry?: (error: NodeError) => Promise<T> | undefined,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let done = false;
       let stopWaiting: (() => void) | undefined;
-      const settle = (fn: () => void): void => {
-        if (done) return;
+      const finish = (): boolean => {
+        if (done) return false;
         done = true;
-        clearTimeout(timer);
+        this.deadlines.done(timer);
         stopWaiting?.();
-        fn();
+        return true;
       };
-      const go = (): void => {
-        send().then(
-          (value) => {
-            this.lastError = undefined; // it answered: whatever went wrong before is over
-            settle(() => resolve(value));
-          },
-          (error: unknown) => settle(() => reject(this.wrap(error, what))),
-        );
+      const answered = (value: T): void => {
+        if (!finish()) return;
+        this.lastError = undefined; // it answered: whatever went wrong before is over
+        resolve(value);
       };
+      const failed = (error: unknown): void => {
+        if (done) return;
+        const wrapped = this.wrap(error, what);
+        const again = retry?.(wrapped);
+        retry = undefined;
+        if (again) again.then(answered, failed);
+        else if (finish()) reject(wrapped);
+      };
+      const go = (): void => void send().then(answered, failed);
       // Node runs due timers before it reads the sockets: after a stall of this process (a burst of
       // requests sent in one go, a long synchronous task) the answer may already be waiting unread.
       // setImmediate runs after the sockets are read, so such an answer still wins.
-      const timer = setTimeout(
-        () => setImmediate(() => settle(() => reject(this.timeoutError(timeoutMs, what)))),
-        Math.max(0, deadline - performance.now()),
+      const timer = this.deadlines.add(deadline, () =>
+        setImmediate(() => {
+          if (finish()) reject(this.timeoutError(timeoutMs, what));
+        }),
       );
       const state = this.driver.state();
       if (state === 'ready') go();
-      else if (state === 'closed') settle(() => reject(new NodeError(this.name, `connection is closed (${what})`)));
-      else if (this.everReady && this.lastError) {
+      else if (state === 'closed') {
+        if (finish()) reject(new NodeError(this.name, `connection is closed (${what})`));
+      } else if (this.everReady && this.lastError) {
         // It was up and is now reconnecting after an error (refused, reset): say so at once rather than
         // make every call of every lock wait nodeTimeout for a node that is known to be down.
         const message = `not connected, reconnecting after: ${this.lastError.message} (${what})`;
-        settle(() => reject(new NodeError(this.name, message, { cause: this.lastError })));
+        const cause = this.lastError;
+        if (finish()) reject(new NodeError(this.name, message, { cause }));
       } else
         stopWaiting = this.whenReady(() => {
           if (!done) go();

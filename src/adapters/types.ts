@@ -3,11 +3,14 @@ import { createHash } from 'node:crypto';
 /** A Lua script with its SHA1 computed once, so calls can go by EVALSHA. */
 export class Script {
   readonly sha: string;
+  /** how errors name it: `<name> script` */
+  readonly label: string;
   constructor(
     readonly name: string,
     readonly source: string,
   ) {
     this.sha = createHash('sha1').update(source).digest('hex');
+    this.label = `${name} script`;
   }
 }
 

@@ -120,6 +120,26 @@ export class NodeHealth {
     return left;
   }
 
+  /**
+   * For a round in which every node answered with a trusted marker: records the epochs (as assess does)
+   * and tells whether none of them is in quarantine, so the round needs no closer look. A trusted node is
+   * lost only if this manager saw its epoch change (strict mode: if it is young).
+   */
+  allClear(reports: ReadonlyArray<NodeReport & { readonly epoch: string }>, scopes: readonly string[], now: number): boolean {
+    let clear = true;
+    for (let i = 0; i < reports.length; i++) {
+      const r = reports[i] as NodeReport & { readonly epoch: string };
+      const scope = scopes[i] as string;
+      const state = this.markers[i]?.get(scope);
+      // The usual case: the epoch this manager knows, and not one it saw replace another (that one may be in quarantine).
+      if (state?.epoch === r.epoch && state.replaced !== r.epoch) continue;
+      this.observe(i, r.epoch, now, scope);
+      clear = false;
+    }
+    if (typeof this.mode === 'number') return false;
+    return clear;
+  }
+
   /** Per node, ms left of its quarantine (0: none), from what the nodes reported; changes nothing. */
   quarantineLeft(reports: ReadonlyArray<NodeReport | undefined>, scopes: readonly string[], now: number): number[] {
     if (this.mode === false) return reports.map(() => 0);

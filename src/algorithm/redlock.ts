@@ -6,6 +6,7 @@ import { driftOf, type ResolvedManagerOptions, type WaitForReplicas } from '../o
 import { scripts } from '../scripts/index.js';
 import { ExtendBatcher, type NodeExtendReply } from './extend-batch.js';
 import { NodeHealth, type NodeReport } from './node-health.js';
+import { LocalWaiters } from './notifications.js';
 import { randomHex, randomSlice } from './random.js';
 import { Repairs } from './repair.js';
 import { countGrants, shortfall, type GrantCount, type NodeAnswer } from './trust.js';
@@ -98,9 +99,9 @@ export interface NodeEvents {
 type NodeState = NodeReport & { readonly epoch: string };
 
 type AcquireReply =
-  | ({ kind: 'granted'; fence: bigint } & NodeState)
-  /** held by another owner (pttl > 0 or -1), or free but another waiter is ahead of us (`ahead`) */
-  | ({ kind: 'held'; pttl: number; ahead: boolean } & NodeState)
+  | ({ kind: 'granted'; fence: bigint; counter: bigint } & NodeState)
+  /** held by another owner (pttl > 0 or -1), or free but another waiter is ahead of us (`ahead`); `counter`: the node's fence counter (0n: not asked) */
+  | ({ kind: 'held'; pttl: number; ahead: boolean; counter: bigint } & NodeState)
   | { kind: 'error'; error: Error };
 
 /** One node's reply to any primitive's acquire round, as `judge` takes it. */
@@ -135,6 +136,8 @@ export class Redlock {
   readonly health: NodeHealth;
   /** background repair of nodes that lost their data */
   readonly repairs: Repairs;
+  /** this process's waiters, for the handoff shortcut (notifications.ts) */
+  readonly localWaiters = new LocalWaiters();
   private readonly reportNodeError: NodeErrorReport;
   /** node indexes sorted by address: every process picks the same leader whatever order it lists the nodes in */
   private readonly byName: readonly number[];
@@ -144,6 +147,22 @@ export class Redlock {
   private readonly cleanups = new Set<Promise<unknown>>();
   /** per standalone node: extensions due together go out as one call (undefined: a Cluster node) */
   private readonly batchers: ReadonlyArray<ExtendBatcher | undefined>;
+  /**
+   * The highest fence counter seen on any node (grants and busy replies). Sent with every acquire on
+   * several nodes: each raises its counter to it first, so the nodes of one round issue the same fence
+   * and the round needs no write-back (a round trip) afterwards. Raising a counter is always safe.
+   */
+  private fenceHint = 0n;
+  /**
+   * Whether the hint is worth its cost (an HGET per node): the nodes' counters drift apart only when a
+   * round does not grant everywhere (contention, a node down), and an uncontended round that granted the
+   * same fence everywhere shows they agree again.
+   */
+  private countersDiffer = false;
+  /** some node is a Redis Cluster (keys of one call must share a slot; markers per slot) */
+  readonly anyCluster: boolean;
+  /** the marker scopes of standalone nodes: '' each (see scopeFor) */
+  private readonly standaloneScopes: readonly string[];
 
   constructor(
     readonly nodes: readonly RedisNode[],
@@ -172,6 +191,8 @@ export class Redlock {
       .map(([, i]) => i);
     this.lastFailure = nodes.map(() => -Infinity);
     this.batchers = nodes.map((node) => (node.isCluster ? undefined : new ExtendBatcher(node, this.marker, options.nodeTimeout)));
+    this.anyCluster = nodes.some((n) => n.isCluster);
+    this.standaloneScopes = nodes.map(() => '');
   }
 
   keys(resources: readonly string[]): ResourceKeys[] {
@@ -259,6 +280,8 @@ export class Redlock {
     const start = monotonicNow();
     const replies = await this.sendAcquire(resources, keys, token, ttl, queue, leaderFirst);
     if (!Array.isArray(replies)) return replies;
+    const clear = this.clearGrant(resources, token, ttl, start, replies, keys);
+    if (clear) return clear;
 
     const failures: NodeFailure[] = [];
     const answers = this.judge(
@@ -288,8 +311,43 @@ export class Redlock {
     return this.shortOf(answers, count, failures);
   }
 
+  /**
+   * The common case in a few lines: every node granted, every node is trusted, none is in restart
+   * quarantine (node-health.ts says so), and all issued the same fence (their counters agree), with
+   * validity left. Nothing to judge, write back or clean up. Anything else (undefined) takes the full
+   * path below, which decides the same way in this case.
+   */
+  private clearGrant(
+    resources: readonly string[],
+    token: string,
+    ttl: number,
+    start: number,
+    replies: readonly AcquireReply[],
+    keys: readonly ResourceKeys[],
+  ): Attempt | undefined {
+    const first = replies[0];
+    if (first?.kind !== 'granted' || this.options.waitForReplicas) return undefined;
+    for (const r of replies) {
+      if (r.kind !== 'granted' || !r.trusted) return undefined;
+      if (r.fence !== first.fence) return void (this.countersDiffer = true);
+    }
+    const now = monotonicNow();
+    if (!this.health.allClear(replies as ReadonlyArray<NodeReport & { readonly epoch: string }>, this.scopesOf(keys), now))
+      return undefined;
+    const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
+    if (validUntil <= now) return undefined;
+    const epochs = replies.map((r) => (r as { epoch: string }).epoch);
+    this.countersDiffer = false;
+    return { kind: 'acquired', grant: { resources, token, fence: first.fence, ttl, validUntil, epochs } };
+  }
+
+  /** Per node, the marker scope of these keys (see scopeFor); one shared array when no node is a Cluster. */
+  private scopesOf(keys: readonly ResourceKeys[]): readonly string[] {
+    return this.anyCluster ? this.nodes.map((_, i) => this.scopeFor(i, keys)) : this.standaloneScopes;
+  }
+
   /** The acquire script on every node in parallel (or on the leader first): each node's reply or error. */
-  private async sendAcquire(
+  private sendAcquire(
     resources: readonly string[],
     keys: ResourceKeys[],
     token: string,
@@ -297,13 +355,6 @@ export class Redlock {
     queue: QueueOptions,
     leaderFirst: boolean,
   ): Promise<AcquireReply[] | Attempt> {
-    const keyArgs = (i: number): string[] => [
-      ...keys.map((k) => k.lock),
-      ...keys.map((k) => k.fence),
-      ...keys.map((k) => k.queue),
-      ...keys.map((k) => k.leases),
-      this.markerFor(i, keys),
-    ];
     const start = monotonicNow();
     const args = [
       token,
@@ -314,29 +365,52 @@ export class Redlock {
       String(queue.lease),
       queue.fair ? '1' : '0',
       this.health.wantAge(start) ? '1' : '0',
+      // Only needed once the nodes' counters have drifted apart (see fenceHint); never on one node.
+      this.countersDiffer ? this.fenceHint.toString() : '',
     ];
+    // Standalone nodes all take the same keys (their marker has one name); a Cluster node's marker is its slot's.
+    const shared = this.anyCluster ? undefined : acquireKeys(keys, this.marker);
     // A connection not yet up (a manager built from URLs a moment ago) may take longer, within what the lease allows.
     const firstConnect = Math.max(this.options.nodeTimeout, Math.min(FIRST_CONNECT_MS, Math.floor(ttl / 3)));
     const ask = (i: number): Promise<AcquireReply> => {
       const node = this.nodes[i] as RedisNode;
-      return node
-        .run(scripts.acquire, keyArgs(i), args, this.options.nodeTimeout, firstConnect)
-        .then((reply) => parseAcquireReply(arrayReply(reply, 6, node, 'acquire'), node))
-        .then((reply) => (reply.kind === 'granted' && this.options.waitForReplicas ? this.replicated(i, keys, reply) : reply))
-        .then(undefined, (error: Error): AcquireReply => {
-          this.lastFailure[i] = monotonicNow();
-          return { kind: 'error', error };
-        });
+      const failed = (error: Error): AcquireReply => {
+        this.lastFailure[i] = monotonicNow();
+        return { kind: 'error', error };
+      };
+      const asked = node.run(
+        scripts.acquire,
+        shared ?? acquireKeys(keys, this.markerFor(i, keys)),
+        args,
+        this.options.nodeTimeout,
+        firstConnect,
+      );
+      if (!this.options.waitForReplicas)
+        return asked.then((reply) => {
+          const parsed = parseAcquireReply(reply, node);
+          if (parsed.kind === 'error') this.lastFailure[i] = monotonicNow();
+          else if (parsed.counter > this.fenceHint) this.fenceHint = parsed.counter;
+          if (parsed.kind !== 'granted' && this.nodes.length > 1) this.countersDiffer = true;
+          return parsed;
+        }, failed);
+      return asked
+        .then((reply) => parseAcquireReply(reply, node))
+        .then((reply) =>
+          reply.kind === 'error' ? Promise.reject(reply.error) : reply.kind === 'granted' ? this.replicated(i, keys, reply) : reply,
+        )
+        .then(undefined, failed);
     };
-    const leader = this.leaderFor(resources);
-    if (!leaderFirst || this.nodes.length === 1 || start - (this.lastFailure[leader] as number) <= LEADER_COOLDOWN_MS)
+    if (this.nodes.length === 1) return Promise.all([ask(0)]);
+    const leader = leaderFirst ? this.leaderFor(resources) : -1;
+    if (leader < 0 || start - (this.lastFailure[leader] as number) <= LEADER_COOLDOWN_MS)
       return Promise.all(this.nodes.map((_, i) => ask(i)));
-    const first = await ask(leader);
-    if (first.kind === 'held') {
-      this.health.observe(leader, first.epoch, monotonicNow(), this.scopeFor(leader, keys));
-      return { kind: 'busy', retryAfter: first.pttl < 0 ? Infinity : first.pttl, busyNodes: 1, behind: first.ahead, leader };
-    }
-    return Promise.all(this.nodes.map((_, i) => (i === leader ? first : ask(i))));
+    return ask(leader).then((first): AcquireReply[] | Attempt | Promise<AcquireReply[]> => {
+      if (first.kind === 'held') {
+        this.health.observe(leader, first.epoch, monotonicNow(), this.scopeFor(leader, keys));
+        return { kind: 'busy', retryAfter: first.pttl < 0 ? Infinity : first.pttl, busyNodes: 1, behind: first.ahead, leader };
+      }
+      return Promise.all(this.nodes.map((_, i) => (i === leader ? first : ask(i))));
+    });
   }
 
   /**
@@ -561,12 +635,12 @@ export class Redlock {
   }
 
   private async releaseOn(indexes: number[], keys: ResourceKeys[], token: string, resources: readonly string[]): Promise<number> {
-    const scriptKeys = [...keys.map((k) => k.lock), ...keys.map((k) => k.queue)];
-    const channels = keys.map((k) => k.channel);
+    const lockKeys = keys.map((k) => k.lock);
+    const args = [token];
     const deleted = await Promise.all(
       indexes.map((i) => {
         const node = this.nodes[i] as RedisNode;
-        return node.run(scripts.release, scriptKeys, [token, ...channels], this.options.nodeTimeout).then(
+        return node.run(scripts.release, lockKeys, args, this.options.nodeTimeout).then(
           (n) => Number(n) > 0,
           (error: Error) => {
             this.reportNodeError(node, error, 'release', resources);
@@ -709,10 +783,46 @@ function parseFence(value: unknown, node: RedisNode): bigint {
   return BigInt(text);
 }
 
-function parseAcquireReply([ok, value, epoch, age, trusted, longest, ahead]: unknown[], node: RedisNode): AcquireReply {
-  const state: NodeState = { epoch: String(epoch), age: Number(age), trusted: Number(trusted) === 1, longest: Number(longest) };
-  if (Number(ok) === 1) return { kind: 'granted', fence: parseFence(value, node), ...state };
-  return { kind: 'held', pttl: Number(value), ahead: Number(ahead) === 1, ...state };
+/** The acquire script's reply (one string of fields, see acquire.lua); anything else is that node's error (kind 'error'). */
+function parseAcquireReply(reply: unknown, node: RedisNode): AcquireReply {
+  const fields = typeof reply === 'string' ? reply.split(' ') : [];
+  const [ok, value, epoch, age, trusted, longest, ahead, counter] = fields;
+  try {
+    if (fields.length < 6) throw new NodeError(node.name, `unexpected acquire script reply: ${JSON.stringify(reply)}`);
+    const isTrusted = trusted === '1';
+    if (ok === '1') {
+      const fence = parseFence(value, node);
+      return {
+        kind: 'granted',
+        fence,
+        counter: fence,
+        epoch: String(epoch),
+        age: Number(age),
+        trusted: isTrusted,
+        longest: Number(longest),
+      };
+    }
+    return {
+      kind: 'held',
+      pttl: Number(value),
+      ahead: ahead === '1',
+      counter: counter === undefined ? 0n : parseFence(counter, node),
+      epoch: String(epoch),
+      age: Number(age),
+      trusted: isTrusted,
+      longest: Number(longest),
+    };
+  } catch (error) {
+    return { kind: 'error', error: error as Error };
+  }
+}
+
+/** acquire.lua's KEYS: the lock keys, then the marker (the rest is named after the lock keys). */
+function acquireKeys(keys: readonly ResourceKeys[], marker: string): string[] {
+  const out: string[] = [];
+  for (const k of keys) out.push(k.lock);
+  out.push(marker);
+  return out;
 }
 
 /** Script replies are arrays of a known length; anything else is the node's fault, reported as its error. */

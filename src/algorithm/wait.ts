@@ -89,7 +89,8 @@ export async function acquireWaiting(
     return once(false);
   };
 
-  const wakeup = new Wakeup(opts.fair ? token : undefined);
+  let wakeup: Wakeup | undefined;
+  const handoff = opts.fair && resources.length === 1 ? (resources[0] as string) : undefined;
   // Fair waiters are woken on this manager's own channel when their turn comes; '*' (nobody queued,
   // a forced release) goes to the shared one, which unfair waiters listen to alone.
   let channels: string[] | undefined;
@@ -100,7 +101,10 @@ export async function acquireWaiting(
     }
     return channels;
   };
-  const listen = (): Watch => notifications.watch(channelNames(), (node, message) => wakeup.notify(node, message));
+  const listen = (): Watch => {
+    const woken = (wakeup ??= new Wakeup(opts.fair ? token : undefined));
+    return notifications.watch(channelNames(), (node, message) => woken.notify(node, message));
+  };
   // Already subscribed in this process (others wait here too): listen before the first attempt, so that
   // no release between the attempt and the wait can slip by, and no extra attempt is needed.
   let watch = waits && notifications.watching && notifications.isReady(channelNames()) ? listen() : undefined;
@@ -120,21 +124,25 @@ export async function acquireWaiting(
       await guard(redlock, watch.ready, signal);
       tryAtOnce = true;
     }
+    // A release by this process may wake us at once (LocalWaiters): single-resource fair waits only.
+    if (handoff) redlock.localWaiters.add(handoff, wakeup as Wakeup, queue.ticket);
     for (let retry = 0; ; retry++) {
       let reason: RetryInfo['reason'] = 'notified';
       if (!(retry === 0 && tryAtOnce)) {
         const { delay, needed, only } = nextWait(last, opts, queue, tryAtOnce ? retry - 1 : retry, deadline);
-        reason = await wakeup.wait(delay, needed, signal, only);
+        reason = await (wakeup as Wakeup).wait(delay, needed, signal, only);
       }
       if (monotonicNow() >= deadline) throw new LockTimeoutError(resources, opts.timeout, whyNot(last));
       // The attempt right after subscribing is part of the first try, not a wake-up.
       if (!(retry === 0 && tryAtOnce))
         onRetry({ resources, attempt: tryAtOnce ? retry : retry + 1, reason, waited: monotonicNow() - started });
-      wakeup.reset();
+      (wakeup as Wakeup).reset();
+      const shortcut = (wakeup as Wakeup).takeShortcut();
       attempts++;
       // Unfair waiters woken by a release ask the leader first, so that waiters woken together do not split
       // the votes; woken by the timer, the holder may have expired or failed to release somewhere: ask everyone.
       last = await attemptOnce(!opts.fair && reason === 'notified');
+      if (shortcut && handoff) redlock.localWaiters.outcome(handoff, last.kind === 'acquired');
       if (last.kind === 'acquired') return result(last.grant);
       throwIfNoQuorum(last, resources);
       throwIfQuarantineOutlasts(last, resources, deadline);
@@ -145,6 +153,7 @@ export async function acquireWaiting(
     throw error;
   } finally {
     watch?.stop();
+    if (handoff && wakeup) redlock.localWaiters.remove(handoff, wakeup);
   }
 }
 

@@ -1,20 +1,32 @@
 -- Acquire one or more lock keys on this node, all or nothing, in queue order.
--- KEYS[1..n]      lock keys, in the caller's (sorted) order
--- KEYS[n+1..2n]   fencelock 0.1's per-resource counters of the same resources (folded in, see _node-state.lua)
--- KEYS[2n+1..3n]  wait queues (sorted sets: member = owner token, score = ticket)
--- KEYS[3n+1..4n]  the queues' leases (sorted sets: member = owner token, score = lease end, ms)
--- KEYS[4n+1]      this node's marker (see _node-state.lua)
+-- KEYS[1..n]      lock keys (<prefix>{<resource>}:lock), in the caller's (sorted) order
+-- KEYS[n+1]       this node's marker (see _node-state.lua)
+-- Each resource's other keys are named after its lock key (src/keys.ts), so they share its hash slot and
+-- need not travel with every call (each argument costs the client and the server):
+--   <base>:fence   fencelock 0.1's per-resource counter (folded in, see _node-state.lua)
+--   <base>:queue   the wait queue (sorted set: member = owner token, score = ticket)
+--   <base>:leases  the queue's leases (sorted set: member = owner token, score = lease end, ms)
 -- ARGV[1] owner token   ARGV[2] ttl ms   ARGV[3] n   ARGV[4] epoch to use if the marker is missing
 -- ARGV[5] ticket: '' = do not queue (one attempt), else this waiter's place (arrival time)
 -- ARGV[6] queue lease ms   ARGV[7] '1' = fair: a queued waiter ahead of us takes precedence
 -- ARGV[8] '1' = report the marker's age even when the node is trusted (restart quarantine)
--- Returns {1, fence, epoch, marker age ms, node trusted, longest ttl} when acquired,
---         {0, longest remaining ms of the keys held by others (-1: no expiry, 0: free), epoch, age,
---          node trusted, longest ttl, 1 if another waiter is ahead of us in a queue} when not.
+-- ARGV[9] the highest fence the client has seen on any of its nodes ('' = none): the counter is raised to
+--         it first, so the nodes of one round issue the same fence and none needs a write-back afterwards
+-- Returns one string of space-separated fields (one bulk reply is cheaper to send and parse than an array):
+--   '1 fence epoch age trusted longest' when acquired (marker age ms, node trusted 1/0, longest ttl ms);
+--   '0 held epoch age trusted longest ahead counter' when not: the longest remaining ms of the keys held by
+--   others (-1: no expiry, 0: free), 1 if another waiter is ahead of us in a queue, and the node's fence
+--   counter (only when ARGV[9] is given, else 0).
 -- #include _node-state.lua
 local n = tonumber(ARGV[3])
 local token, ticket, fair = ARGV[1], ARGV[5], ARGV[7] == '1'
-local marker = KEYS[4 * n + 1]
+local marker = KEYS[n + 1]
+-- K: lock keys, then 0.1 counters, queues and leases, each group in resource order
+local K = {}
+for i = 1, n do
+  local base = string.sub(KEYS[i], 1, -6) -- without ':lock'
+  K[i], K[n + i], K[2 * n + i], K[3 * n + i] = KEYS[i], base .. ':fence', base .. ':queue', base .. ':leases'
+end
 local state = node_state(marker, tonumber(ARGV[2]), ARGV[4], ARGV[8] == '1')
 
 -- GET (not EXISTS) so that a key of another type fails with WRONGTYPE instead
@@ -23,10 +35,10 @@ local state = node_state(marker, tonumber(ARGV[2]), ARGV[4], ARGV[8] == '1')
 -- acquire (a reply that arrived too late): it counts as ours, not as a rival.
 local held, held_ms = false, 0
 for i = 1, n do
-  local current = redis.call('GET', KEYS[i])
+  local current = redis.call('GET', K[i])
   if current and current ~= token then
     held = true
-    local pttl = redis.call('PTTL', KEYS[i])
+    local pttl = redis.call('PTTL', K[i])
     if pttl < 0 or held_ms < 0 then held_ms = -1 elseif pttl > held_ms then held_ms = pttl end
   end
 end
@@ -34,7 +46,7 @@ end
 -- The first live waiter of queue i: {token, ticket} or {}. Waiters whose lease
 -- ran out (a crashed process) are dropped here, so they block nobody for long.
 local function head(i)
-  local q, l = KEYS[2 * n + i], KEYS[3 * n + i]
+  local q, l = K[2 * n + i], K[3 * n + i]
   local h = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   if #h == 0 or h[1] == token then return h end
   local dead = redis.call('ZRANGEBYSCORE', l, '-inf', clock(), 'LIMIT', 0, 100)
@@ -49,7 +61,7 @@ local ahead, queued = false, false
 if fair then
   for i = 1, n do
     -- While the lock is held, a dead head need not be looked for yet: our turn cannot come now anyway.
-    local h = held and redis.call('ZRANGE', KEYS[2 * n + i], 0, 0, 'WITHSCORES') or head(i)
+    local h = held and redis.call('ZRANGE', K[2 * n + i], 0, 0, 'WITHSCORES') or head(i)
     if h[1] == token then
       queued = true
     elseif h[1] then
@@ -64,7 +76,7 @@ if held or ahead then
   if fair and ticket ~= '' then
     local lease_end = clock() + tonumber(ARGV[6])
     for i = 1, n do
-      local q, l = KEYS[2 * n + i], KEYS[3 * n + i]
+      local q, l = K[2 * n + i], K[3 * n + i]
       redis.call('ZADD', q, 'NX', ticket, token)
       redis.call('ZADD', l, lease_end, token)
       -- Queues of a resource nobody waits for any more vanish on their own.
@@ -72,18 +84,20 @@ if held or ahead then
       redis.call('PEXPIRE', l, ARGV[6])
     end
   end
-  return {0, held_ms, state[1], state[2], state[3], state[4], ahead and 1 or 0}
+  local counter = ARGV[9] ~= '' and (redis.call('HGET', marker, 'fence') or '0') or '0'
+  return table.concat({0, held_ms, state[1], state[2], state[3], state[4], ahead and 1 or 0, counter}, ' ')
 end
 
 -- One counter for every resource: the fence exceeds every earlier fence of each of them.
-for i = 1, n do fold_legacy(marker, KEYS[n + i]) end
+for i = 1, n do fold_legacy(marker, K[n + i]) end
+if ARGV[9] ~= '' then raise_counter(marker, ARGV[9]) end
 local fence = next_fence(marker)
-for i = 1, n do redis.call('SET', KEYS[i], token, 'PX', ARGV[2]) end
+for i = 1, n do redis.call('SET', K[i], token, 'PX', ARGV[2]) end
 -- Our turn has come: leave the queue.
 if queued then
   for i = 1, n do
-    redis.call('ZREM', KEYS[2 * n + i], token)
-    redis.call('ZREM', KEYS[3 * n + i], token)
+    redis.call('ZREM', K[2 * n + i], token)
+    redis.call('ZREM', K[3 * n + i], token)
   end
 end
-return {1, fence, state[1], state[2], state[3], state[4]}
+return table.concat({1, fence, state[1], state[2], state[3], state[4]}, ' ')
