@@ -118,9 +118,9 @@ describe('fencelock run', () => {
   });
 
   test('a lost lock terminates the command at once (SIGTERM), says so, and exits 76', async () => {
-    const script = 'trap "echo got-term; exit 0" TERM; sleep 30 & wait';
+    const script = 'trap "echo got-term; exit 0" TERM; echo trapped; sleep 30 & wait';
     const r = cli(['run', '--json', '--ttl', '900', '--grace', '2000', 'cli:lost', '--', 'sh', '-c', script]);
-    await eventually(() => r.stderr.includes('"event":"acquired"'), 15_000, 20);
+    await eventually(() => r.stderr.includes('"event":"acquired"') && r.stdout.includes('trapped'), 15_000, 20);
     assert.equal(await locks.forceRelease('cli:lost'), 3, 'an admin deletes the lock under it');
     const { code } = await within(r.exited, 10_000, 'exit after the loss');
     assert.equal(code, 76, r.stderr);
@@ -130,9 +130,10 @@ describe('fencelock run', () => {
 
   test('SIGINT and SIGTERM are forwarded to the command, and the lock is released afterwards', async () => {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-      const script = `trap "echo got-${signal}; exit 7" ${signal.slice(3)}; sleep 30 & wait`;
+      const script = `trap "echo got-${signal}; exit 7" ${signal.slice(3)}; echo trapped; sleep 30 & wait`;
       const r = cli(['run', '--json', `cli:signal-${signal}`, '--', 'sh', '-c', script]);
-      await eventually(() => r.stderr.includes('"event":"acquired"'), 15_000, 20);
+      // "acquired" is printed before the command starts: wait for its trap, or the signal may come first
+      await eventually(() => r.stderr.includes('"event":"acquired"') && r.stdout.includes('trapped'), 15_000, 20);
       r.child.kill(signal);
       const { code } = await within(r.exited, 10_000, `exit after ${signal}`);
       assert.equal(code, 7, r.stderr);
