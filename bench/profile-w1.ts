@@ -1,34 +1,106 @@
 // Where fencelock's time goes per acquire + release (docs/benchmarks.md, "Where the time goes").
-// One caller, one local node, sequential pairs on fresh keys, against the built package:
+// One local node, pairs on fresh keys, against the built package; `--callers N` runs N callers at once (W2's
+// shape; default 1, W1's), `--floor` runs the raw floor (SET NX PX + compare-and-delete) instead, and
+// `--protocol` fencelock's own acquire and release scripts sent straight with ioredis (its protocol floor:
+// what fencelock's JavaScript adds is the difference). PAIRS=N sets the measured pairs (default 20,000).
 //
 //   npm run build
-//   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-w1.ts
+//   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-w1.ts [--callers 64] [--floor | --protocol | --previous]
+//   node --import tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile
 //
-// Prints wall time and client CPU per pair, and the Redis CPU per script call from INFO commandstats;
-// open the .cpuprofile in Chrome DevTools (or any cpuprofile viewer) for the client-side split.
+// Prints wall time and client CPU per pair, and the Redis CPU per pair (INFO cpu of the node).
+import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { LockManager as Manager } from '../src/index.js';
 import { startRedisNode } from '../src/testing/index.js';
 
-const { LockManager } = (await import('../dist/esm/index.js' as string)) as typeof import('../src/index.js');
-const PAIRS = 20_000;
+const argv = process.argv.slice(2);
+// --previous: the previous release (bench/previous.ts) instead of this build, for a before/after in one minute.
+const PREVIOUS = argv.includes('--previous');
+const entry = PREVIOUS ? (await import('./previous.js')).previousEntry() : '../dist/esm/index.js';
+const { LockManager } = (await import(entry)) as typeof import('../src/index.js');
+const callersAt = argv.indexOf('--callers');
+const CALLERS = callersAt >= 0 ? Number(argv[callersAt + 1]) : 1;
+const FLOOR = argv.includes('--floor');
+// --protocol: fencelock's own two scripts, sent straight with ioredis: what its JavaScript adds is the rest.
+const PROTOCOL = argv.includes('--protocol');
+const PAIRS = Number(process.env.PAIRS ?? 20_000);
+const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
 const node = await startRedisNode();
 const client = new Redis(node.url);
 const admin = new Redis(node.url);
 const locks: Manager = new LockManager([client], { ttl: 10_000 });
+const releaseSha = String(await admin.script('LOAD', RELEASE));
+
+const { acquireLua, releaseLua } = (await import('../src/scripts/lua.generated.js' as string)) as Record<string, string>;
+const acquireSha = String(await admin.script('LOAD', acquireLua as string));
+const releaseScriptSha = String(await admin.script('LOAD', releaseLua as string));
+
+async function protocolPair(key: string): Promise<void> {
+  const token = randomBytes(18).toString('base64url');
+  const lock = `fencelock:{${key}}:lock`;
+  const ticket = (performance.timeOrigin + performance.now()).toFixed(3);
+  const reply = String(
+    await client.evalsha(
+      acquireSha,
+      2,
+      lock,
+      'fencelock:{node}:epoch',
+      token,
+      '10000',
+      '1',
+      'abcdef0123456789',
+      ticket,
+      '1000',
+      '1',
+      '0',
+      '',
+    ),
+  );
+  if (!reply.startsWith('1 ')) throw new Error(`${key} taken: ${reply}`);
+  await client.evalsha(releaseScriptSha, 1, lock, token);
+}
+
+async function pair(key: string): Promise<void> {
+  if (PROTOCOL) return protocolPair(key);
+  if (!FLOOR) {
+    await (await locks.acquire(key)).release();
+    return;
+  }
+  const token = randomBytes(16).toString('hex');
+  if ((await client.set(key, token, 'PX', 10_000, 'NX')) !== 'OK') throw new Error(`${key} taken`);
+  await client.evalsha(releaseSha, 1, key, token);
+}
+
+async function run(prefix: string, pairs: number): Promise<void> {
+  let next = 0;
+  const caller = async (): Promise<void> => {
+    while (next < pairs) await pair(`${prefix}:${next++}`);
+  };
+  await Promise.all(Array.from({ length: CALLERS }, caller));
+}
+
+const redisCpuUs = async (): Promise<number> => {
+  const info = await admin.info('cpu');
+  const field = (name: string): number => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+  return (field('used_cpu_sys') + field('used_cpu_user')) * 1e6;
+};
+
 try {
-  for (let i = 0; i < 3_000; i++) await (await locks.acquire(`warmup:${i}`)).release();
-  await admin.config('RESETSTAT');
+  await run('warmup', 3_000);
+  const redisBefore = await redisCpuUs();
   const cpu = process.cpuUsage();
   const started = performance.now();
-  for (let i = 0; i < PAIRS; i++) await (await locks.acquire(`pair:${i}`)).release();
+  await run('pair', PAIRS);
   const wallUs = ((performance.now() - started) * 1000) / PAIRS;
   const used = process.cpuUsage(cpu);
-  const stats = await admin.info('commandstats');
-  const evalsha = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(stats);
-  console.log(`wall ${wallUs.toFixed(1)} µs/pair, client CPU ${((used.user + used.system) / PAIRS).toFixed(1)} µs/pair`);
-  if (evalsha) console.log(`Redis: ${evalsha[1]} script calls, ${(Number(evalsha[2]) / Number(evalsha[1])).toFixed(1)} µs each on average`);
+  const redisUs = ((await redisCpuUs()) - redisBefore) / PAIRS;
+  const calls = /cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1];
+  console.log(
+    `${FLOOR ? 'raw floor' : PROTOCOL ? 'fencelock scripts alone' : PREVIOUS ? 'fencelock (previous)' : 'fencelock'}, ${CALLERS} caller(s): wall ${wallUs.toFixed(1)} µs/pair (${(1e6 / wallUs).toFixed(0)} pairs/s), ` +
+      `client CPU ${((used.user + used.system) / PAIRS).toFixed(1)} µs/pair, Redis CPU ${redisUs.toFixed(1)} µs/pair, ${calls ?? 0} EVALSHA in all`,
+  );
 } finally {
   await locks.close();
   client.disconnect();

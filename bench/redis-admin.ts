@@ -7,6 +7,8 @@ export interface CommandSnapshot {
   nodes: Map<string, number>[];
   /** INFO calls this admin had sent to each node before this snapshot: they show up in later snapshots */
   infoSent: number;
+  /** CPU the redis-server processes have used so far (user + system, all nodes), µs */
+  cpuUs: number;
 }
 
 export class RedisAdmin {
@@ -39,8 +41,10 @@ export class RedisAdmin {
   /** Calls per command on each node. Its own INFO calls are counted by later snapshots; diff() removes them. */
   async snapshot(): Promise<CommandSnapshot> {
     const infoSent = this.infoSent++;
-    const nodes = await Promise.all(this.clients.map(async (c) => parseCommandStats(await c.info('commandstats'))));
-    return { nodes, infoSent };
+    const infos = await Promise.all(this.clients.map((c) => c.info('commandstats', 'cpu')));
+    const nodes = infos.map(parseCommandStats);
+    const cpuUs = infos.reduce((sum, info) => sum + parseCpuUs(info), 0);
+    return { nodes, infoSent, cpuUs };
   }
 
   /** Commands between two snapshots, summed over nodes, without this admin's own INFO calls. */
@@ -55,7 +59,7 @@ export class RedisAdmin {
       }
     });
     const total = Object.values(byCommand).reduce((a, b) => a + b, 0);
-    return { total, perOp: null, byCommand };
+    return { total, perOp: null, byCommand, redisCpuUs: after.cpuUs - before.cpuUs, redisCpuPerOpUs: null };
   }
 
   async close(): Promise<void> {
@@ -71,4 +75,10 @@ export function parseCommandStats(info: string): Map<string, number> {
     if (m?.[1] && m[2]) out.set(m[1], Number(m[2]));
   }
   return out;
+}
+
+/** `used_cpu_sys:1.23` and `used_cpu_user:4.56` (seconds) → their sum in µs. */
+export function parseCpuUs(info: string): number {
+  const field = (name: string): number => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return Math.round((field('used_cpu_sys') + field('used_cpu_user')) * 1e6);
 }

@@ -2,6 +2,7 @@
 // them, and writes the JSON, the docs page and the chart. See docs/benchmarks.md and `--help`.
 import { startRedisNodes } from '../src/testing/index.js';
 import { parseArgs } from './args.js';
+import { previousEntry } from './previous.js';
 import { commonSettings, MODE_LABEL, NODE_COUNT, PROFILES } from './config.js';
 import { LIBRARIES, libraryEntry } from './libraries/index.js';
 import { fencelockCommit, machineInfo, packageVersion } from './machine.js';
@@ -38,7 +39,12 @@ function headline(c: CellResult): string {
   const where = `${c.workload} ${MODE_LABEL[c.mode].padEnd(17)} ${c.library.padEnd(24)}`;
   if (c.status !== 'ok') return `${where} ${c.status}${c.error ? `: ${firstLine(c.error, 120)}` : ''}`;
   const metrics = (HEADLINE[c.workload] ?? []).map(([k, label]) => `${label} ${num(c.metrics?.[k])}`);
-  const extra = [`cmds/op ${num(c.commands?.perOp)}`, `CPU µs/op ${num(c.cpu?.perOpUs)}`, ...(c.errors ? [`errors ${c.errors}`] : [])];
+  const extra = [
+    `cmds/op ${num(c.commands?.perOp)}`,
+    `CPU µs/op ${num(c.cpu?.perOpUs)}`,
+    `Redis CPU µs/op ${num(c.commands?.redisCpuPerOpUs)}`,
+    ...(c.errors ? [`errors ${c.errors}`] : []),
+  ];
   return `${where} ${[...metrics, ...extra].join('  ')}  (${(c.wallMs / 1000).toFixed(1)} s)`;
 }
 
@@ -65,6 +71,20 @@ async function main(): Promise<void> {
   );
   console.log(JSON.stringify(settings, null, 2));
 
+  // Built before any cell starts, so that cells do not race to build it. Without git history (a shallow
+  // clone, a tarball) there is nothing to build: the run goes on without it and says why.
+  if (args.libraries.includes('fencelock/ioredis@previous')) {
+    try {
+      console.log(`previous release: ${previousEntry()}`);
+    } catch (error) {
+      console.log(`previous release left out: ${firstLine(String(error), 200)}`);
+      args.libraries = args.libraries.filter((id) => id !== 'fencelock/ioredis@previous');
+      libs.splice(
+        libs.findIndex((l) => l.id === 'fencelock/ioredis@previous'),
+        1,
+      );
+    }
+  }
   // until our handlers are installed, a Ctrl-C is handled by fencelock/testing, which kills the nodes itself
   const nodes = await startRedisNodes(NODE_COUNT);
   let stopping = false;

@@ -47,6 +47,9 @@ export interface CommandCount {
   total: number;
   perOp: number | null;
   byCommand: Record<string, number>;
+  /** CPU time of the redis-server processes (INFO cpu: used_cpu_user + used_cpu_sys, all nodes), µs */
+  redisCpuUs?: number;
+  redisCpuPerOpUs?: number | null;
 }
 
 export interface CpuCount {

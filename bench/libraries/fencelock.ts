@@ -5,7 +5,7 @@ import type { Lock, LockManager as Manager } from '../../src/index.js';
 
 type Fencelock = typeof import('../../src/index.js');
 const entry = process.env.FENCELOCK_BENCH_FROM_SOURCE ? '../../src/index.js' : '../../dist/esm/index.js';
-const { LockManager } = (await import(entry)) as Fencelock;
+const current = (): Promise<Fencelock> => import(entry) as Promise<Fencelock>;
 import { ACQUIRE_TIMEOUT, DRIFT_FACTOR, NODE_TIMEOUT, RETRY_DELAY, TTL } from '../config.js';
 import type { LibraryContext, LockLibrary } from '../types.js';
 import { closeIoredis, closeNodeRedis, connectIoredis, connectNodeRedis } from './clients.js';
@@ -20,7 +20,13 @@ export const settings = {
   autoExtension: 'acquire(key, { ttl, autoExtend: true }): extends every ttl/3, extensions batched per node',
 };
 
-export function createFencelock(client: 'ioredis' | 'node-redis', ctx: LibraryContext): LockLibrary<Lock> {
+/** `load`: the fencelock build to measure (default: this one; bench/previous.ts: the previous release). */
+export function createFencelock(
+  client: 'ioredis' | 'node-redis',
+  ctx: LibraryContext,
+  load: () => Promise<Fencelock> = current,
+  name = `fencelock/${client}`,
+): LockLibrary<Lock> {
   let manager: Manager | undefined;
   let close: () => Promise<void> = async () => undefined;
   const locks = (): Manager => {
@@ -28,8 +34,9 @@ export function createFencelock(client: 'ioredis' | 'node-redis', ctx: LibraryCo
     return manager;
   };
   return {
-    name: `fencelock/${client}`,
+    name,
     async setup(urls) {
+      const { LockManager } = await load();
       const options = {
         ttl: TTL,
         acquireTimeout: ACQUIRE_TIMEOUT,

@@ -7,12 +7,15 @@ export interface LibraryEntry {
   pkg: string;
   /** has auto-extension: takes part in W5 */
   autoExtend: boolean;
+  /** an earlier fencelock, built from git on first use (bench/previous.ts): not part of a --quick smoke run */
+  previous?: true;
   load(): Promise<LibraryModule>;
 }
 
 export const LIBRARIES: readonly LibraryEntry[] = [
   { id: 'fencelock/ioredis', pkg: 'fencelock', autoExtend: true, load: () => import('./fencelock-ioredis.js') },
   { id: 'fencelock/node-redis', pkg: 'fencelock', autoExtend: true, load: () => import('./fencelock-node-redis.js') },
+  { id: 'fencelock/ioredis@previous', pkg: 'fencelock', autoExtend: true, previous: true, load: () => import('./fencelock-previous.js') },
   { id: 'raw-floor', pkg: 'ioredis', autoExtend: false, load: () => import('./raw-floor.js') },
   { id: 'redlock@4', pkg: 'redlock-v4', autoExtend: false, load: () => import('./redlock-v4.js') },
   { id: 'redlock@5-beta', pkg: 'redlock-v5', autoExtend: true, load: () => import('./redlock-v5.js') },
@@ -20,6 +23,9 @@ export const LIBRARIES: readonly LibraryEntry[] = [
   { id: 'redis-semaphore', pkg: 'redis-semaphore', autoExtend: true, load: () => import('./redis-semaphore.js') },
   { id: 'redlock-universal', pkg: 'redlock-universal', autoExtend: true, load: () => import('./redlock-universal.js') },
 ];
+
+/** What a --quick smoke run measures by default: the harness with every library, without building an old release. */
+export const SMOKE_LIBRARIES: readonly LibraryEntry[] = LIBRARIES.filter((l) => !l.previous);
 
 export function libraryEntry(id: string): LibraryEntry {
   const entry = LIBRARIES.find((l) => l.id === id);

@@ -3,6 +3,7 @@ import { MODE_LABEL, WORKLOADS } from '../config.js';
 import { WORKLOAD_ENTRIES } from '../workloads/index.js';
 import type { CellResult, RunReport, WorkloadId } from '../types.js';
 import { firstLine, num } from './format.js';
+import { ratiosTable } from './ratios.js';
 
 export const BEGIN = '<!-- bench:begin -->';
 export const END = '<!-- bench:end -->';
@@ -18,6 +19,7 @@ const m =
     num(c.metrics?.[key]);
 const cmdsPerOp: Column = { head: 'Redis cmds/op', cell: (c) => num(c.commands?.perOp) };
 const cpuPerOp: Column = { head: 'client CPU µs/op', cell: (c) => num(c.cpu?.perOpUs) };
+const redisCpuPerOp: Column = { head: 'Redis CPU µs/op', cell: (c) => num(c.commands?.redisCpuPerOpUs) };
 const errors: Column = { head: 'errors', cell: (c) => String(c.errors ?? 0) };
 
 function breakdown(c: CellResult): string {
@@ -39,6 +41,7 @@ const contention: Column[] = [
   errors,
   cmdsPerOp,
   cpuPerOp,
+  redisCpuPerOp,
 ];
 
 const COLUMNS: Record<WorkloadId, Column[]> = {
@@ -50,6 +53,7 @@ const COLUMNS: Record<WorkloadId, Column[]> = {
     cmdsPerOp,
     { head: 'commands per op', cell: breakdown },
     cpuPerOp,
+    redisCpuPerOp,
   ],
   W2: [
     { head: 'pairs/s', cell: m('pairsPerSec') },
@@ -58,6 +62,7 @@ const COLUMNS: Record<WorkloadId, Column[]> = {
     errors,
     cmdsPerOp,
     cpuPerOp,
+    redisCpuPerOp,
   ],
   W3: contention,
   W4: contention,
@@ -123,10 +128,7 @@ export function generatedSection(report: RunReport, chart: string): string {
     '',
     `![acquisitions/s and wait p99 under contention, W3 and W4, both modes](${chart})`,
     '',
-    ...WORKLOADS.flatMap((id) => {
-      const t = workloadTable(report, id);
-      return t ? [t, ''] : [];
-    }),
+    ...[ratiosTable(report), ...WORKLOADS.map((id) => workloadTable(report, id))].flatMap((t) => (t ? [t, ''] : [])),
     '<details><summary>Library settings</summary>',
     '',
     settingsTable(report),

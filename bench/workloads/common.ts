@@ -57,7 +57,7 @@ export interface Metered {
 /** Fill in the per-operation values once the number of operations is known. */
 export function perOperation(m: Metered, ops: number): Metered {
   return {
-    commands: { ...m.commands, perOp: perOp(m.commands.total, ops) },
+    commands: { ...m.commands, perOp: perOp(m.commands.total, ops), redisCpuPerOpUs: perOp(m.commands.redisCpuUs ?? 0, ops) },
     cpu: { ...m.cpu, perOpUs: perOp(m.cpu.userUs + m.cpu.systemUs, ops) },
   };
 }

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MODES, PROFILES, WORKLOADS } from '../../bench/config.js';
-import { LIBRARIES } from '../../bench/libraries/index.js';
+import { SMOKE_LIBRARIES as LIBRARIES } from '../../bench/libraries/index.js';
 import type { CellResult, RunReport } from '../../bench/types.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -64,7 +64,10 @@ describe('bench --quick', () => {
   });
 
   test('runs every workload x library x mode cell and writes sane results to --out only', { timeout: RUN_LIMIT_MS + 30_000 }, async () => {
-    assert.ok(existsSync(path.join(repo, 'node_modules', 'redlock-v4')), 'the compared libraries are installed (root devDependencies): run `npm ci`');
+    assert.ok(
+      existsSync(path.join(repo, 'node_modules', 'redlock-v4')),
+      'the compared libraries are installed (root devDependencies): run `npm ci`',
+    );
     const docsPage = path.join(repo, 'docs', 'benchmarks.md');
     const docsBefore = await mtime(docsPage);
 
