@@ -159,6 +159,12 @@ export class Redlock {
    * same fence everywhere shows they agree again.
    */
   private countersDiffer = false;
+  /**
+   * Per node, the epoch it last reported, as one string of its own. Every held lock keeps its nodes'
+   * epochs; a field split out of a reply can be a slice that keeps the whole reply (or the client's read
+   * buffer) alive, so a lock keeps this shared copy instead (see epochOf).
+   */
+  private readonly epochsSeen: string[] = [];
   /** some node is a Redis Cluster (keys of one call must share a slot; markers per slot) */
   readonly anyCluster: boolean;
   /** the marker scopes of standalone nodes: '' each (see scopeFor) */
@@ -341,6 +347,16 @@ export class Redlock {
     return { kind: 'acquired', grant: { resources, token, fence: first.fence, ttl, validUntil, epochs } };
   }
 
+  /** `epoch` as node i's shared copy: the same string for every lock while the node keeps its epoch. */
+  private epochOf(i: number, epoch: string): string {
+    const seen = this.epochsSeen[i];
+    if (seen === epoch) return seen;
+    // A new epoch (rare: the first reply, or the node lost its data): copied out, so it holds nothing else.
+    const copy = Buffer.from(epoch, 'utf8').toString('utf8');
+    this.epochsSeen[i] = copy;
+    return copy;
+  }
+
   /** Per node, the marker scope of these keys (see scopeFor); one shared array when no node is a Cluster. */
   private scopesOf(keys: readonly ResourceKeys[]): readonly string[] {
     return this.anyCluster ? this.nodes.map((_, i) => this.scopeFor(i, keys)) : this.standaloneScopes;
@@ -387,14 +403,14 @@ export class Redlock {
       );
       if (!this.options.waitForReplicas)
         return asked.then((reply) => {
-          const parsed = parseAcquireReply(reply, node);
+          const parsed = parseAcquireReply(reply, node, (epoch) => this.epochOf(i, epoch));
           if (parsed.kind === 'error') this.lastFailure[i] = monotonicNow();
           else if (parsed.counter > this.fenceHint) this.fenceHint = parsed.counter;
           if (parsed.kind !== 'granted' && this.nodes.length > 1) this.countersDiffer = true;
           return parsed;
         }, failed);
       return asked
-        .then((reply) => parseAcquireReply(reply, node))
+        .then((reply) => parseAcquireReply(reply, node, (epoch) => this.epochOf(i, epoch)))
         .then((reply) =>
           reply.kind === 'error' ? Promise.reject(reply.error) : reply.kind === 'granted' ? this.replicated(i, keys, reply) : reply,
         )
@@ -563,7 +579,7 @@ export class Redlock {
         extendOn(i).then(
           ({ extended, epoch }) => {
             this.health.observe(i, epoch, monotonicNow(), this.scopeFor(i, keys));
-            if (epoch !== null && extended === keys.length) epochs[i] = epoch;
+            if (epoch !== null && extended === keys.length) epochs[i] = this.epochOf(i, epoch);
             return extended;
           },
           (error: Error) => {
@@ -784,7 +800,7 @@ function parseFence(value: unknown, node: RedisNode): bigint {
 }
 
 /** The acquire script's reply (one string of fields, see acquire.lua); anything else is that node's error (kind 'error'). */
-function parseAcquireReply(reply: unknown, node: RedisNode): AcquireReply {
+function parseAcquireReply(reply: unknown, node: RedisNode, epochOf: (epoch: string) => string): AcquireReply {
   const fields = typeof reply === 'string' ? reply.split(' ') : [];
   const [ok, value, epoch, age, trusted, longest, ahead, counter] = fields;
   try {
@@ -796,7 +812,7 @@ function parseAcquireReply(reply: unknown, node: RedisNode): AcquireReply {
         kind: 'granted',
         fence,
         counter: fence,
-        epoch: String(epoch),
+        epoch: epochOf(String(epoch)),
         age: Number(age),
         trusted: isTrusted,
         longest: Number(longest),
@@ -807,7 +823,7 @@ function parseAcquireReply(reply: unknown, node: RedisNode): AcquireReply {
       pttl: Number(value),
       ahead: ahead === '1',
       counter: counter === undefined ? 0n : parseFence(counter, node),
-      epoch: String(epoch),
+      epoch: epochOf(String(epoch)),
       age: Number(age),
       trusted: isTrusted,
       longest: Number(longest),

@@ -22,21 +22,22 @@ end
 
 -- Reads the marker (creating it when the node has none: new, or it lost its data) and records `ttl`.
 -- The age is read when asked for, and always on an untrusted node (the client may need to quarantine it).
--- Returns {epoch, age ms or -1, trusted 1/0, longest ttl ms}.
+-- Returns epoch, age ms ('-1' when not read), trusted ('1'/'0'), longest ttl ms: four values, kept as the
+-- strings Redis gave where possible (a Lua number turned into a reply string costs more than the HMGET).
 local function node_state(marker, ttl, new_epoch, want_age)
   local m = redis.call('HMGET', marker, 'epoch', 'born', 'trusted', 'ttl')
-  local epoch, born, trusted, longest = m[1], tonumber(m[2]), m[3] == '1', tonumber(m[4]) or 0
+  local epoch, born, trusted, longest = m[1], m[2], m[3] == '1', m[4] or '0'
   if not epoch then
     epoch, born = new_epoch, clock()
     redis.call('HSET', marker, 'epoch', epoch, 'born', born, 'trusted', '0', 'v', '2')
   end
-  if ttl > longest then
+  if tonumber(ttl) > tonumber(longest) then
     redis.call('HSET', marker, 'ttl', ttl)
     longest = ttl
   end
-  local age = -1
-  if want_age or not trusted then age = clock() - (born or clock()) end
-  return {epoch, age, trusted and 1 or 0, longest}
+  local age = '-1'
+  if want_age or not trusted then age = clock() - (tonumber(born) or clock()) end
+  return epoch, age, trusted and '1' or '0', longest
 end
 
 -- Fences are decimal strings: Lua numbers are doubles and would round a counter past 2^53.

@@ -21,13 +21,10 @@
 local n = tonumber(ARGV[3])
 local token, ticket, fair = ARGV[1], ARGV[5], ARGV[7] == '1'
 local marker = KEYS[n + 1]
--- K: lock keys, then 0.1 counters, queues and leases, each group in resource order
-local K = {}
-for i = 1, n do
-  local base = string.sub(KEYS[i], 1, -6) -- without ':lock'
-  K[i], K[n + i], K[2 * n + i], K[3 * n + i] = KEYS[i], base .. ':fence', base .. ':queue', base .. ':leases'
-end
-local state = node_state(marker, tonumber(ARGV[2]), ARGV[4], ARGV[8] == '1')
+-- Each resource's key name without ':lock': its other keys are this plus a suffix, built only when used.
+local base = {}
+for i = 1, n do base[i] = string.sub(KEYS[i], 1, -6) end
+local epoch, age, trusted, longest = node_state(marker, ARGV[2], ARGV[4], ARGV[8] == '1')
 
 -- GET (not EXISTS) so that a key of another type fails with WRONGTYPE instead
 -- of being treated as a lock: we never touch data we did not write.
@@ -35,10 +32,10 @@ local state = node_state(marker, tonumber(ARGV[2]), ARGV[4], ARGV[8] == '1')
 -- acquire (a reply that arrived too late): it counts as ours, not as a rival.
 local held, held_ms = false, 0
 for i = 1, n do
-  local current = redis.call('GET', K[i])
+  local current = redis.call('GET', KEYS[i])
   if current and current ~= token then
     held = true
-    local pttl = redis.call('PTTL', K[i])
+    local pttl = redis.call('PTTL', KEYS[i])
     if pttl < 0 or held_ms < 0 then held_ms = -1 elseif pttl > held_ms then held_ms = pttl end
   end
 end
@@ -46,7 +43,7 @@ end
 -- The first live waiter of queue i: {token, ticket} or {}. Waiters whose lease
 -- ran out (a crashed process) are dropped here, so they block nobody for long.
 local function head(i)
-  local q, l = K[2 * n + i], K[3 * n + i]
+  local q, l = base[i] .. ':queue', base[i] .. ':leases'
   local h = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   if #h == 0 or h[1] == token then return h end
   local dead = redis.call('ZRANGEBYSCORE', l, '-inf', clock(), 'LIMIT', 0, 100)
@@ -61,7 +58,7 @@ local ahead, queued = false, false
 if fair then
   for i = 1, n do
     -- While the lock is held, a dead head need not be looked for yet: our turn cannot come now anyway.
-    local h = held and redis.call('ZRANGE', K[2 * n + i], 0, 0, 'WITHSCORES') or head(i)
+    local h = held and redis.call('ZRANGE', base[i] .. ':queue', 0, 0, 'WITHSCORES') or head(i)
     if h[1] == token then
       queued = true
     elseif h[1] then
@@ -76,7 +73,7 @@ if held or ahead then
   if fair and ticket ~= '' then
     local lease_end = clock() + tonumber(ARGV[6])
     for i = 1, n do
-      local q, l = K[2 * n + i], K[3 * n + i]
+      local q, l = base[i] .. ':queue', base[i] .. ':leases'
       redis.call('ZADD', q, 'NX', ticket, token)
       redis.call('ZADD', l, lease_end, token)
       -- Queues of a resource nobody waits for any more vanish on their own.
@@ -85,19 +82,20 @@ if held or ahead then
     end
   end
   local counter = ARGV[9] ~= '' and (redis.call('HGET', marker, 'fence') or '0') or '0'
-  return table.concat({0, held_ms, state[1], state[2], state[3], state[4], ahead and 1 or 0, counter}, ' ')
+  return '0 ' .. held_ms .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest .. (ahead and ' 1 ' or ' 0 ') .. counter
 end
 
 -- One counter for every resource: the fence exceeds every earlier fence of each of them.
-for i = 1, n do fold_legacy(marker, K[n + i]) end
+for i = 1, n do fold_legacy(marker, base[i] .. ':fence') end
 if ARGV[9] ~= '' then raise_counter(marker, ARGV[9]) end
 local fence = next_fence(marker)
-for i = 1, n do redis.call('SET', K[i], token, 'PX', ARGV[2]) end
+for i = 1, n do redis.call('SET', KEYS[i], token, 'PX', ARGV[2]) end
 -- Our turn has come: leave the queue.
 if queued then
   for i = 1, n do
-    redis.call('ZREM', K[2 * n + i], token)
-    redis.call('ZREM', K[3 * n + i], token)
+    redis.call('ZREM', base[i] .. ':queue', token)
+    redis.call('ZREM', base[i] .. ':leases', token)
   end
 end
-return table.concat({1, fence, state[1], state[2], state[3], state[4]}, ' ')
+-- Concatenated by hand from strings: table.concat, and every Lua number turned into text, cost more.
+return '1 ' .. fence .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest

@@ -19,7 +19,7 @@ local now_ms = clock()
 local writer = redis.call('GET', KEYS[1])
 local readers = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now_ms, '+inf', 'WITHSCORES')
 local intents = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now_ms, '+inf', 'WITHSCORES')
-local state = node_state(KEYS[5], tonumber(ARGV[2]), ARGV[3], ARGV[6] == '1')
+local state = {node_state(KEYS[5], ARGV[2], ARGV[3], ARGV[6] == '1')}
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now_ms)
 

@@ -16,7 +16,7 @@ local now_ms = clock()
 
 -- Reads first, each type-strict: a key of another type fails with WRONGTYPE before anything is written.
 local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now_ms, '+inf', 'WITHSCORES')
-local state = node_state(KEYS[3], tonumber(ARGV[2]), ARGV[4], ARGV[6] == '1')
+local state = {node_state(KEYS[3], ARGV[2], ARGV[4], ARGV[6] == '1')}
 
 -- Leases that ended free their slots (a crashed holder's permit comes back here).
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms)
