@@ -2,11 +2,12 @@
 // Every node owns a random loopback port and a temp dir, and is only ever
 // signalled through its own PID, so it can never disturb a Redis it did not start.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { accessSync, closeSync, constants, openSync, rmSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { findBinary, freePort, HOST, isAlive, isReservedPort, killChild, releasePort, reservePort, sleep, track } from './processes.js';
 
 /** Options of `startRedisNode(s)`: how each throw-away redis-server is started. */
 export interface StartRedisOptions {
@@ -47,113 +48,11 @@ export class RedisServerNotFoundError extends Error {
   }
 }
 
-const HOST = '127.0.0.1';
-const KILL_WAIT_MS = 5_000;
-
-// Live children (and their dirs), so that however this process ends, no redis-server outlives it.
-const live = new Map<ChildProcess, string>();
-const onSignal = (signal: NodeJS.Signals): void => {
-  // Another listener means the app owns shutdown (and may still need the nodes);
-  // the 'exit' hook reaps them anyway. Alone, we stand in for Node's default exit.
-  if (process.listenerCount(signal) > 1) return;
-  killAllSync();
-  process.exit(signal === 'SIGINT' ? 130 : 143);
-};
-function killAllSync(): void {
-  for (const [child, dir] of live) {
-    try {
-      if (child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-    try {
-      rmSync(dir, { recursive: true, force: true });
-    } catch {
-      // best effort: we are exiting
-    }
-  }
-}
-function track(child: ChildProcess, dir: string): void {
-  if (live.size === 0) {
-    // Signal handles are unref'd by Node, so none of these keep the event loop alive.
-    process.on('exit', killAllSync);
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  }
-  live.set(child, dir);
-  child.once('exit', () => {
-    live.delete(child);
-    if (live.size === 0) {
-      process.off('exit', killAllSync);
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-    }
-  });
-}
-
-const isAlive = (c: ChildProcess | undefined): c is ChildProcess => c?.pid !== undefined && c.exitCode === null && c.signalCode === null; // no pid: spawn failed
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-const exited = (c: ChildProcess, ms: number) =>
-  new Promise<boolean>((resolve) => {
-    if (!isAlive(c)) return resolve(true);
-    const timer = setTimeout(() => resolve(false), ms);
-    c.once('exit', () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
-
 /** @internal the redis-server binary: $REDIS_SERVER, else the first on PATH. */
 export function findRedisServer(): string {
-  const fromEnv = process.env.REDIS_SERVER;
-  const candidates = fromEnv
-    ? [fromEnv]
-    : (process.env.PATH ?? '')
-        .split(path.delimiter)
-        .filter(Boolean)
-        .map((d) => path.join(d, 'redis-server'));
-  for (const file of candidates) {
-    try {
-      accessSync(file, constants.X_OK);
-      return file;
-    } catch {
-      // try the next one
-    }
-  }
+  const { file, fromEnv } = findBinary('REDIS_SERVER', 'redis-server');
+  if (file) return file;
   throw new RedisServerNotFoundError(fromEnv ? `REDIS_SERVER=${fromEnv} is not an executable file` : 'redis-server was not found on PATH');
-}
-
-// Ports our own nodes hold (cluster bus ports included), so parallel starts never share one; 6379 is a developer's real Redis.
-const takenPorts = new Set<number>([6379, 6379 + CLUSTER_BUS_OFFSET]);
-
-/** Binds `port` (0: any) on loopback and gives it back: the port the OS chose, or undefined if it is in use. */
-function probePort(port: number): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.once('error', () => resolve(undefined));
-    srv.listen(port, HOST, () => {
-      const { port: bound } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(bound));
-    });
-  });
-}
-
-/** A free loopback port (and, for a cluster node, a free bus port + 10000 below 65536), reserved at once. */
-async function freePort(cluster: boolean): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const port = await probePort(0);
-    if (port === undefined) throw new Error('could not bind any loopback port');
-    if (takenPorts.has(port)) continue;
-    if (cluster) {
-      const bus = port + CLUSTER_BUS_OFFSET;
-      if (bus > 65535 || takenPorts.has(bus) || (await probePort(bus)) === undefined) continue;
-      if (takenPorts.has(port)) continue; // taken by a parallel start while we probed the bus port
-      takenPorts.add(bus);
-    }
-    takenPorts.add(port);
-    return port;
-  }
-  throw new Error(`could not find a free loopback port${cluster ? ' with a free cluster bus port (+10000)' : ''}`);
 }
 
 /** One PING over a raw socket: readiness must not depend on the client libraries under test. */
@@ -199,8 +98,8 @@ export class LocalRedisNode {
     private readonly opts: StartRedisOptions,
   ) {
     this.url = `redis://${HOST}:${port}`;
-    takenPorts.add(port);
-    if (opts.cluster) takenPorts.add(port + CLUSTER_BUS_OFFSET);
+    reservePort(port);
+    if (opts.cluster) reservePort(port + CLUSTER_BUS_OFFSET);
   }
 
   /** the process id while it runs */
@@ -215,16 +114,7 @@ export class LocalRedisNode {
 
   /** Default SIGKILL: a crash, nothing flushed or said goodbye. Resolves once the process is really gone. */
   async kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
-    const child = this.#child;
-    if (isAlive(child)) {
-      // A stopped process only acts on SIGTERM once continued; SIGKILL works regardless.
-      if (signal === 'SIGTERM' && this.#paused) child.kill('SIGCONT');
-      child.kill(signal);
-      if (!(await exited(child, KILL_WAIT_MS))) {
-        child.kill('SIGKILL');
-        if (!(await exited(child, KILL_WAIT_MS))) throw new Error(`redis-server pid ${child.pid} did not exit after SIGKILL`);
-      }
-    }
+    await killChild(this.#child, signal, this.#paused, 'redis-server');
     this.#child = undefined;
     this.#paused = false;
   }
@@ -263,8 +153,8 @@ export class LocalRedisNode {
   async stop(): Promise<void> {
     this.#stopped = true;
     await this.kill();
-    takenPorts.delete(this.port);
-    if (this.opts.cluster) takenPorts.delete(this.port + CLUSTER_BUS_OFFSET);
+    releasePort(this.port);
+    if (this.opts.cluster) releasePort(this.port + CLUSTER_BUS_OFFSET);
     await rm(this.dir, { recursive: true, force: true });
   }
 
@@ -340,12 +230,12 @@ export class LocalRedisNodes implements AsyncDisposable {
 export async function startRedisNode(opts: StartRedisOptions = {}): Promise<LocalRedisNode> {
   findRedisServer(); // fail fast, before creating temp dirs
   const maxPort = opts.cluster ? 65535 - CLUSTER_BUS_OFFSET : 65535;
-  if (opts.port !== undefined && (!Number.isInteger(opts.port) || opts.port < 1 || opts.port > maxPort || opts.port === 6379)) {
-    throw new RangeError(`port must be an integer in [1, ${maxPort}] other than 6379, got ${opts.port}`);
+  if (opts.port !== undefined && (!Number.isInteger(opts.port) || opts.port < 1 || opts.port > maxPort || isReservedPort(opts.port))) {
+    throw new RangeError(`port must be an integer in [1, ${maxPort}] other than 6379, 2379 and 2380, got ${opts.port}`);
   }
   for (let attempt = 1; ; attempt++) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'fencelock-redis-'));
-    const node = new LocalRedisNode(opts.port ?? (await freePort(!!opts.cluster)), dir, opts);
+    const node = new LocalRedisNode(opts.port ?? (await freePort(opts.cluster ? CLUSTER_BUS_OFFSET : undefined)), dir, opts);
     try {
       await node.start();
       return node;

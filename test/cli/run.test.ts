@@ -179,7 +179,8 @@ describe('fencelock run', () => {
   });
 
   test('watch shows holder, fence and waiters; --json gives one line per refresh; --count bounds it', async () => {
-    const held = await locks.acquire('cli:watched');
+    // Held for as long as two CLI runs may take on a loaded machine (each starts a Node process), not the suite's 2 s.
+    const held = await locks.acquire('cli:watched', { ttl: 30_000 });
     try {
       const r = await runCli(['watch', 'cli:watched', 'cli:free', '--interval', '100', '--count', '2', '--json'], 30_000, env);
       assert.equal(r.code, 0, r.stderr);
