@@ -8,7 +8,7 @@ import { monotonicNow } from './clock.js';
 import { InvalidArgumentError, LockError, QuorumError } from './errors.js';
 import type { LockEventListener, LockEventName, LockEvents } from './events.js';
 import { Lock, runWhileHeld, type LockHost } from './lock.js';
-import { primitiveHost, type PrimitiveHost } from './algorithm/quorum-round.js';
+import { holdGrant, primitiveHost, type HoldHost, type PrimitiveHost } from './hold.js';
 import { ReadWriteLock } from './rwlock/index.js';
 import { Semaphore, type SemaphoreOptions } from './semaphore/index.js';
 import { Telemetry, type ObservabilityOptions } from './observability/index.js';
@@ -81,6 +81,8 @@ export class LockManager {
   readonly #closing = new AbortController();
   #closed: Promise<void> | undefined;
   readonly #host: LockHost;
+  /** how a won grant becomes a lock this manager holds (hold.ts): the mutex and every primitive alike */
+  readonly #holdHost: HoldHost;
   readonly #telemetry: Telemetry;
 
   constructor(clients: readonly RedisClientInput[], options?: LockManagerOptions & ObservabilityOptions) {
@@ -120,6 +122,14 @@ export class LockManager {
         if (held.delete(lock)) telemetry.lockEnded(lock);
       },
       extensionFailed: (outcome) => telemetry.extensionFailed(outcome),
+    };
+    this.#holdHost = {
+      lockHost: this.#host,
+      closing: this.#closing.signal,
+      track: (lock) => {
+        held.add(lock);
+        telemetry.lockAcquired(lock);
+      },
     };
   }
 
@@ -235,21 +245,10 @@ export class LockManager {
     return this;
   }
 
-  async #acquire(resources: readonly string[], o: ResolvedAcquire): Promise<Lock> {
-    const signal = o.signal ? AbortSignal.any([o.signal, this.#closing.signal]) : this.#closing.signal;
-    const { grant, attempts, waited } = await acquireWaiting(this.#redlock, this.#notifications, resources, o, signal, (info) =>
-      this.#emit('retry', info),
+  #acquire(resources: readonly string[], o: ResolvedAcquire): Promise<Lock> {
+    return holdGrant(this.#holdHost, o, (signal) =>
+      acquireWaiting(this.#redlock, this.#notifications, resources, o, signal, (info) => this.#emit('retry', info)),
     );
-    const lock = new Lock(this.#host, grant);
-    if (o.autoExtend) lock.keepAlive(o.maxHold);
-    if (this.#closing.signal.aborted) {
-      await lock.release();
-      throw new ManagerClosedError();
-    }
-    this.#held.add(lock);
-    this.#telemetry.lockAcquired(lock);
-    this.#emit('acquired', { resources, fence: grant.fence, value: grant.token, attempts, waited });
-    return lock;
   }
 
   /** A counting semaphore over this manager's nodes: at most `limit` permits held at once. InvalidArgumentError on bad input. */
@@ -264,16 +263,7 @@ export class LockManager {
 
   #primitives: PrimitiveHost | undefined;
   #primitiveHost(): PrimitiveHost {
-    this.#primitives ??= primitiveHost({
-      redlock: this.#redlock,
-      notifications: this.#notifications,
-      lockHost: this.#host,
-      closing: this.#closing.signal,
-      track: (lock) => {
-        this.#held.add(lock);
-        this.#telemetry.lockAcquired(lock);
-      },
-    });
+    this.#primitives ??= primitiveHost({ ...this.#holdHost, redlock: this.#redlock, notifications: this.#notifications });
     return this.#primitives;
   }
 

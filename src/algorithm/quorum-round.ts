@@ -1,19 +1,11 @@
 import type { RedisNode } from '../adapters/index.js';
 import { monotonicNow } from '../clock.js';
-import { InvalidArgumentError, LockError, LockTimeoutError, NodeError, QuorumError, type NodeFailure } from '../errors.js';
+import { LockTimeoutError, NodeError, QuorumError, type NodeFailure } from '../errors.js';
 import { encodeResource, markerKey, slotMarkerFor } from '../keys.js';
-import { Lock, runWhileHeld, type LockHost } from '../lock.js';
-import {
-  driftOf,
-  resolveAcquireOptions,
-  resolveWithLockOptions,
-  type AcquireOptions,
-  type ResolvedAcquire,
-  type WithLockOptions,
-} from '../options.js';
+import { driftOf, type ResolvedAcquire } from '../options.js';
 import { scripts } from '../scripts/index.js';
 import { backoffDelay } from './backoff.js';
-import { guard, throwIfQuarantineOutlasts } from './wait.js';
+import { guard, throwIfQuarantineOutlasts, type RetryInfo, type WaitResult } from './wait.js';
 import { ANYONE, Wakeup, type ReleaseNotifications, type Watch } from './notifications.js';
 import type { NodeReport } from './node-health.js';
 import { Redlock, type Attempt, type Grant, type LeaseOps, type NodeErrorReport, type RoundReply } from './redlock.js';
@@ -33,24 +25,11 @@ import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
  * On any failure it releases wherever it may have written before returning.
  */
 
-/** What the primitives need from their manager. Built once per manager by `primitiveHost`. */
-export interface PrimitiveHost {
+/** What the rounds of the primitives need from their manager (hold.ts adds what a held lock needs). */
+export interface RoundHost {
   readonly redlock: Redlock;
   readonly notifications: ReleaseNotifications;
-  readonly lockHost: LockHost;
-  /** aborts (reason: ManagerClosedError) when the manager closes */
-  readonly closing: AbortSignal;
   readonly reportNodeError: NodeErrorReport;
-  /** the manager now holds this lock: close() releases it */
-  track(lock: Lock): void;
-}
-
-export function primitiveHost(parts: Omit<PrimitiveHost, 'reportNodeError'>): PrimitiveHost {
-  const { lockHost } = parts;
-  return {
-    ...parts,
-    reportNodeError: (node, error, operation, resources) => lockHost.emit('nodeError', { node: node.name, error, operation, resources }),
-  };
 }
 
 /** The keys of one named primitive that the shared machinery touches; all under the name's hash tag. */
@@ -136,7 +115,7 @@ export interface Round {
 }
 
 /** One acquire round on every node; see the top of this file. On failure it has already released what it took. */
-export async function quorumRound(host: PrimitiveHost, round: Round): Promise<Attempt> {
+export async function quorumRound(host: RoundHost, round: Round): Promise<Attempt> {
   const { redlock } = host;
   const { nodes, quorum } = redlock;
   const name = round.keys.name;
@@ -199,7 +178,7 @@ export async function quorumRound(host: PrimitiveHost, round: Round): Promise<At
 
 /** The mutex's fence agreement (see Redlock.agreeOnFence): the largest counter, written back to whoever had less. */
 async function agreeOnFence(
-  host: PrimitiveHost,
+  host: RoundHost,
   round: Round,
   slot: string,
   start: number,
@@ -235,7 +214,7 @@ async function agreeOnFence(
 }
 
 /** Extend and release of one hold, on every node in parallel, each bounded by nodeTimeout. */
-function holdOps(host: PrimitiveHost, keys: NameKeys, hold: Hold): LeaseOps {
+function holdOps(host: RoundHost, keys: NameKeys, hold: Hold): LeaseOps {
   const { redlock } = host;
   const timeout = redlock.options.nodeTimeout;
   return {
@@ -285,7 +264,7 @@ function holdOps(host: PrimitiveHost, keys: NameKeys, hold: Hold): LeaseOps {
 
 /** lease-release.lua on one node (see that script for KEYS and ARGV); never rejects: a failure is reported and counts 0. */
 export function releaseOn(
-  host: PrimitiveHost,
+  host: RoundHost,
   node: RedisNode,
   keys: readonly string[],
   args: readonly string[],
@@ -318,58 +297,15 @@ export interface HoldRequest {
   giveUp?(token: string): Promise<void>;
 }
 
-/** acquire(): rounds until one succeeds, waiting between them for a release notification or the backoff. */
-export async function acquireHold(host: PrimitiveHost, request: HoldRequest, opts: AcquireOptions | undefined): Promise<Lock> {
-  return hold(host, request, resolveAcquireOptions(opts, host.redlock.options));
-}
-
-async function hold(host: PrimitiveHost, request: HoldRequest, o: ResolvedAcquire): Promise<Lock> {
-  host.closing.throwIfAborted();
-  const signal = o.signal ? AbortSignal.any([o.signal, host.closing]) : host.closing;
-  signal.throwIfAborted();
-  const token = Redlock.newToken();
-  const { grant, attempts, waited } = await waitRounds(host, request, token, o, signal);
-  const lock = new Lock(host.lockHost, grant);
-  if (host.closing.aborted) {
-    await lock.release();
-    throw host.closing.reason;
-  }
-  if (o.autoExtend) lock.keepAlive(o.maxHold);
-  host.track(lock);
-  host.lockHost.emit('acquired', { resources: grant.resources, fence: grant.fence, value: grant.token, attempts, waited });
-  return lock;
-}
-
-/** tryAcquire(): one round; null when held, QuorumError when nodes failed. */
-export async function tryHold(host: PrimitiveHost, request: HoldRequest, opts: unknown): Promise<Lock | null> {
-  const o = { ...resolveAcquireOptions(opts, host.redlock.options), timeout: 0 };
-  try {
-    return await hold(host, request, o);
-  } catch (error) {
-    if (error instanceof LockError && error.code === 'ACQUIRE_TIMEOUT') return null;
-    throw error;
-  }
-}
-
-/** withLock for a hold: acquire, keep extended while `fn` runs, always release; LockLostError if it was lost meanwhile. */
-export async function withHold<T>(
-  host: PrimitiveHost,
+/** acquire() of a primitive: rounds until one succeeds, waiting between them for a release notification or the backoff. */
+export async function waitRounds(
+  host: RoundHost,
   request: HoldRequest,
-  fn: (lock: Lock) => Promise<T> | T,
-  opts: WithLockOptions | undefined,
-): Promise<T> {
-  const o = resolveWithLockOptions(opts, host.redlock.options);
-  if (typeof fn !== 'function') throw new InvalidArgumentError('a function to run while holding is required');
-  return runWhileHeld(await hold(host, request, o), fn);
-}
-
-async function waitRounds(
-  host: PrimitiveHost,
-  request: HoldRequest,
-  token: string,
   o: ResolvedAcquire,
   signal: AbortSignal,
-): Promise<{ grant: Grant; attempts: number; waited: number }> {
+  onRetry: (info: RetryInfo) => void,
+): Promise<WaitResult> {
+  const token = Redlock.newToken();
   const name = request.keys.name;
   const started = monotonicNow();
   const deadline = started + o.timeout;
@@ -421,7 +357,7 @@ async function waitRounds(
         last.kind === 'expired' ? Math.min(backoff, left) : Math.min(last.kind === 'busy' ? backoff : Infinity, last.retryAfter + 1, left);
       const reason = await wakeup.wait(delay, last.kind === 'busy' ? last.busyNodes : 1, signal);
       if (monotonicNow() >= deadline) throw new LockTimeoutError([name], o.timeout, why);
-      host.lockHost.emit('retry', { resources: [name], attempt: retries, reason, waited: monotonicNow() - started });
+      onRetry({ resources: [name], attempt: retries, reason, waited: monotonicNow() - started });
       wakeup.reset();
     }
   } catch (error) {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { nameKeys, releaseOn, type HoldRequest, type NameKeys, type PrimitiveHost } from '../algorithm/quorum-round.js';
+import { nameKeys, releaseOn, type HoldRequest, type NameKeys, type RoundHost } from '../algorithm/quorum-round.js';
 import { queueLease } from '../algorithm/wait.js';
 import { scripts } from '../scripts/index.js';
 
@@ -27,7 +27,7 @@ export function rwKeys(prefix: string, name: string): RwKeys {
  * its place (it renews it at every round, at least every retry.maxDelay); the
  * intent keeps new readers out. A writer that gives up withdraws it.
  */
-export function rwRequest(host: PrimitiveHost, keys: RwKeys, mode: 'read' | 'write'): HoldRequest {
+export function rwRequest(host: RoundHost, keys: RwKeys, mode: 'read' | 'write'): HoldRequest {
   const timeout = host.redlock.options.nodeTimeout;
   const held = mode === 'read' ? keys.readers : keys.writer;
   const kind = mode === 'read' ? 'zset' : 'string';

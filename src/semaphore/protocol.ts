@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { nameKeys, type HoldRequest, type NameKeys, type PrimitiveHost } from '../algorithm/quorum-round.js';
+import { nameKeys, type HoldRequest, type NameKeys, type RoundHost } from '../algorithm/quorum-round.js';
 import { scripts } from '../scripts/index.js';
 
 /**
@@ -21,7 +21,7 @@ export function semaphoreKeys(prefix: string, name: string): SemaphoreKeys {
  * The rounds of one acquire call for a permit while fewer than `limit` are
  * held. On N nodes the leader chooses the slot and the others are asked for it.
  */
-export function permitRequest(host: PrimitiveHost, keys: SemaphoreKeys, limit: number): HoldRequest {
+export function permitRequest(host: RoundHost, keys: SemaphoreKeys, limit: number): HoldRequest {
   const timeout = host.redlock.options.nodeTimeout;
   return {
     keys,

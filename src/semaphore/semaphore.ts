@@ -1,4 +1,5 @@
-import { acquireHold, tryHold, withHold, type HoldRequest, type PrimitiveHost } from '../algorithm/quorum-round.js';
+import type { HoldRequest } from '../algorithm/quorum-round.js';
+import { acquireHold, tryHold, withHold, type PrimitiveHost } from '../hold.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { Lock } from '../lock.js';
 import { resolveSingleResource, show, type AcquireOptions, type WithLockOptions } from '../options.js';

@@ -136,7 +136,8 @@ export class LocalEtcdMember {
 
   /** @internal start the process; `rejoin`: its data dir holds the cluster already. */
   spawn(rejoin: boolean): void {
-    if (this.#stopped || isAlive(this.#child)) throw new Error(`etcd member ${this.name} is ${this.#stopped ? 'stopped' : 'already running'}`);
+    if (this.#stopped || isAlive(this.#child))
+      throw new Error(`etcd member ${this.name} is ${this.#stopped ? 'stopped' : 'already running'}`);
     const argv = [
       ...['--name', this.name, '--data-dir', path.join(this.dir, 'data')],
       ...['--listen-client-urls', this.clientUrl, '--advertise-client-urls', this.clientUrl],
@@ -197,7 +198,8 @@ export class LocalEtcdCluster implements AsyncDisposable {
       const leader = await this.leader();
       if (leader) return leader;
       const running = this.members.filter((m) => m.isRunning()).length;
-      if (running <= this.members.length / 2) throw new Error(`only ${running} of ${this.members.length} etcd members are running: no majority`);
+      if (running <= this.members.length / 2)
+        throw new Error(`only ${running} of ${this.members.length} etcd members are running: no majority`);
       await sleep(50);
     }
     throw new Error(`no etcd leader within ${timeoutMs} ms`);
@@ -229,7 +231,15 @@ export async function startEtcdCluster(opts: StartEtcdOptions = {}): Promise<Loc
   const members = await Promise.all(
     ports.map(
       async (p, i) =>
-        new LocalEtcdMember(`m${i}`, p.client, p.peer, await mkdtemp(path.join(os.tmpdir(), 'fencelock-etcd-')), initialCluster, token, args),
+        new LocalEtcdMember(
+          `m${i}`,
+          p.client,
+          p.peer,
+          await mkdtemp(path.join(os.tmpdir(), 'fencelock-etcd-')),
+          initialCluster,
+          token,
+          args,
+        ),
     ),
   );
   const cluster = new LocalEtcdCluster(members);

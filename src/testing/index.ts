@@ -15,10 +15,4 @@ export {
   type KillMasterResult,
   type StartRedisClusterOptions,
 } from './redis-cluster.js';
-export {
-  EtcdNotFoundError,
-  LocalEtcdCluster,
-  LocalEtcdMember,
-  startEtcdCluster,
-  type StartEtcdOptions,
-} from './etcd-cluster.js';
+export { EtcdNotFoundError, LocalEtcdCluster, LocalEtcdMember, startEtcdCluster, type StartEtcdOptions } from './etcd-cluster.js';

@@ -54,7 +54,8 @@ export function track(child: ChildProcess, dir: string): void {
 }
 
 /** Whether `c` is a started process that has not exited (no pid: spawn failed). */
-export const isAlive = (c: ChildProcess | undefined): c is ChildProcess => c?.pid !== undefined && c.exitCode === null && c.signalCode === null;
+export const isAlive = (c: ChildProcess | undefined): c is ChildProcess =>
+  c?.pid !== undefined && c.exitCode === null && c.signalCode === null;
 export const sleep = (ms: number): Promise<void> => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Resolves true once `c` has exited, false after `ms`. */
@@ -72,7 +73,12 @@ export const exited = (c: ChildProcess, ms: number): Promise<boolean> =>
  * Signals `child` through its own PID and waits until it is gone; SIGKILL if `signal` is not enough.
  * `paused`: the child was SIGSTOPped, and only acts on SIGTERM once continued (SIGKILL works regardless).
  */
-export async function killChild(child: ChildProcess | undefined, signal: 'SIGKILL' | 'SIGTERM', paused: boolean, what: string): Promise<void> {
+export async function killChild(
+  child: ChildProcess | undefined,
+  signal: 'SIGKILL' | 'SIGTERM',
+  paused: boolean,
+  what: string,
+): Promise<void> {
   if (!isAlive(child)) return;
   if (signal === 'SIGTERM' && paused) child.kill('SIGCONT');
   child.kill(signal);

@@ -1,0 +1,88 @@
+// From a grant won on the nodes to a Lock the caller holds: one path for the mutex and every primitive.
+// The algorithm below (algorithm/) wins grants; this layer turns them into held locks the manager tracks,
+// so nothing under algorithm/ needs to know what a Lock is.
+import type { WaitResult } from './algorithm/wait.js';
+import { waitRounds, type HoldRequest, type RoundHost } from './algorithm/quorum-round.js';
+import { InvalidArgumentError, LockError } from './errors.js';
+import { Lock, runWhileHeld, type LockHost } from './lock.js';
+import {
+  resolveAcquireOptions,
+  resolveWithLockOptions,
+  type AcquireOptions,
+  type ResolvedAcquire,
+  type WithLockOptions,
+} from './options.js';
+
+/** What turning a grant into a held lock needs from the manager. */
+export interface HoldHost {
+  readonly lockHost: LockHost;
+  /** aborts (reason: ManagerClosedError) when the manager closes */
+  readonly closing: AbortSignal;
+  /** the manager now holds this lock: close() releases it */
+  track(lock: Lock): void;
+}
+
+/** What the semaphore and the read-write lock need from their manager. Built once per manager. */
+export type PrimitiveHost = RoundHost & HoldHost;
+
+export function primitiveHost(parts: Omit<PrimitiveHost, 'reportNodeError'>): PrimitiveHost {
+  const { lockHost } = parts;
+  return {
+    ...parts,
+    reportNodeError: (node, error, operation, resources) => lockHost.emit('nodeError', { node: node.name, error, operation, resources }),
+  };
+}
+
+/**
+ * Waits for a grant with `win` (given the call's signal: the caller's, or the manager closing) and holds it:
+ * a Lock, auto-extended if asked, tracked by the manager, announced with 'acquired'. A grant won while the
+ * manager closed is released at once.
+ */
+export async function holdGrant(host: HoldHost, o: ResolvedAcquire, win: (signal: AbortSignal) => Promise<WaitResult>): Promise<Lock> {
+  host.closing.throwIfAborted();
+  const signal = o.signal ? AbortSignal.any([o.signal, host.closing]) : host.closing;
+  signal.throwIfAborted();
+  const { grant, attempts, waited } = await win(signal);
+  const lock = new Lock(host.lockHost, grant);
+  if (host.closing.aborted) {
+    await lock.release();
+    throw host.closing.reason;
+  }
+  if (o.autoExtend) lock.keepAlive(o.maxHold);
+  host.track(lock);
+  host.lockHost.emit('acquired', { resources: grant.resources, fence: grant.fence, value: grant.token, attempts, waited });
+  return lock;
+}
+
+/** The rounds of one primitive's acquire call, held. */
+function hold(host: PrimitiveHost, request: HoldRequest, o: ResolvedAcquire): Promise<Lock> {
+  return holdGrant(host, o, (signal) => waitRounds(host, request, o, signal, (info) => host.lockHost.emit('retry', info)));
+}
+
+/** acquire() of a primitive: rounds until one succeeds, waiting between them for a release notification or the backoff. */
+export function acquireHold(host: PrimitiveHost, request: HoldRequest, opts: AcquireOptions | undefined): Promise<Lock> {
+  return hold(host, request, resolveAcquireOptions(opts, host.redlock.options));
+}
+
+/** tryAcquire() of a primitive: one round; null when held, QuorumError when nodes failed. */
+export async function tryHold(host: PrimitiveHost, request: HoldRequest, opts: unknown): Promise<Lock | null> {
+  const o = { ...resolveAcquireOptions(opts, host.redlock.options), timeout: 0 };
+  try {
+    return await hold(host, request, o);
+  } catch (error) {
+    if (error instanceof LockError && error.code === 'ACQUIRE_TIMEOUT') return null;
+    throw error;
+  }
+}
+
+/** withLock for a primitive: acquire, keep extended while `fn` runs, always release; LockLostError if it was lost meanwhile. */
+export async function withHold<T>(
+  host: PrimitiveHost,
+  request: HoldRequest,
+  fn: (lock: Lock) => Promise<T> | T,
+  opts: WithLockOptions | undefined,
+): Promise<T> {
+  const o = resolveWithLockOptions(opts, host.redlock.options);
+  if (typeof fn !== 'function') throw new InvalidArgumentError('a function to run while holding is required');
+  return runWhileHeld(await hold(host, request, o), fn);
+}
