@@ -13,6 +13,7 @@ import { ReadWriteLock } from './rwlock/index.js';
 import { Semaphore, type SemaphoreOptions } from './semaphore/index.js';
 import { Telemetry, type ObservabilityOptions } from './observability/index.js';
 import {
+  checkLeaseTtl,
   resolveAcquireOptions,
   resolveManagerOptions,
   resolveResources,
@@ -113,8 +114,14 @@ export class LockManager {
     setMaxListeners(0, this.#closing.signal);
     const held = this.#held;
     const telemetry = this.#telemetry;
+    const redlock = this.#redlock;
     this.#host = {
-      redlock: this.#redlock,
+      lease: redlock,
+      nodeCount: redlock.nodes.length,
+      quorum: redlock.quorum,
+      roundTimeout: this.#options.nodeTimeout,
+      checkTtl: (ttl) => checkLeaseTtl(ttl, this.#options),
+      releasedHere: (resource) => redlock.localWaiters.released(resource, redlock.nodes.length),
       scheduler: this.#scheduler,
       emit: (event, ...args) => this.#emit(event, ...args),
       // Only the first forget of a held lock ends it: a lost lock is forgotten again by its later release().

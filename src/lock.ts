@@ -1,9 +1,8 @@
 import { monotonicNow } from './clock.js';
 import type { Entry, Scheduler, Timed } from './algorithm/scheduler.js';
-import type { Grant, Redlock } from './algorithm/redlock.js';
+import type { Grant, LeaseOps } from './algorithm/redlock.js';
 import { LockError, LockLostError, nodeMessage } from './errors.js';
 import type { LockEvents } from './events.js';
-import { checkLeaseTtl } from './options.js';
 
 /** What `Lock.release()` did. */
 export interface ReleaseResult {
@@ -20,9 +19,19 @@ export class LockReleasedError extends LockError {
   }
 }
 
-/** What a Lock needs from its manager. */
+/** What a Lock needs from its manager: nothing of how its grant was won (see hold.ts). */
 export interface LockHost {
-  readonly redlock: Redlock;
+  /** extend and release of a mutex grant (a primitive's grant brings its own `ops`) */
+  readonly lease: LeaseOps;
+  /** nodes asked, and how many must agree, for what failure messages say */
+  readonly nodeCount: number;
+  readonly quorum: number;
+  /** the longest one extension round can take (ms): an auto-extending lock closer to its end is watched meanwhile */
+  readonly roundTimeout: number;
+  /** a ttl given to `extend(ttl)`, checked against the manager's options (InvalidArgumentError) */
+  checkTtl(ttl: number): number;
+  /** a held mutex on one resource was released by this process: a waiter here may take it at once */
+  releasedHere(resource: string): void;
   readonly scheduler: Scheduler;
   emit<E extends keyof LockEvents>(event: E, ...args: LockEvents[E]): void;
   /** The lock is no longer held (released or lost); may be called twice (lost, then released). */
@@ -111,7 +120,7 @@ export class Lock implements AsyncDisposable, Timed {
 
   /** Extend the lease to `ttl` ms from now on a quorum of nodes; on failure the lock is lost and this rejects with LockLostError. */
   async extend(ttl?: number): Promise<void> {
-    const next = ttl === undefined ? this.#grant.ttl : checkLeaseTtl(ttl, this.#host.redlock.options);
+    const next = ttl === undefined ? this.#grant.ttl : this.#host.checkTtl(ttl);
     await this.#serialized(() => this.#extend(next, true));
   }
 
@@ -133,16 +142,13 @@ export class Lock implements AsyncDisposable, Timed {
     this.#state = 'released';
     this.#stopTimers();
     if (wasHeld) this.#abort(() => new LockReleasedError(this.resources));
-    this.#releasing = (this.#grant.ops ?? this.#host.redlock).release(this.#grant).then((result) => {
+    this.#releasing = this.#ops().release(this.#grant).then((result) => {
       this.#host.forget(this);
       this.#host.emit('released', { resources: this.resources, fence: this.fence, ...result });
       return result;
     });
     // The release requests are written: a waiter of this process woken now sends its attempt right behind them.
-    if (wasHeld && !this.#grant.ops && this.resources.length === 1) {
-      const redlock = this.#host.redlock;
-      redlock.localWaiters.released(this.resources[0] as string, redlock.nodes.length);
-    }
+    if (wasHeld && !this.#grant.ops && this.resources.length === 1) this.#host.releasedHere(this.resources[0] as string);
     return this.#releasing;
   }
 
@@ -181,7 +187,7 @@ export class Lock implements AsyncDisposable, Timed {
       );
       // The round ends within nodeTimeout and schedules the next wake-up itself. Only a lease that may run
       // out before then needs a watch meanwhile (re-arming for every round would leave a stale entry behind).
-      if (this.#grant.validUntil - now > this.#host.redlock.options.nodeTimeout + 10) return;
+      if (this.#grant.validUntil - now > this.#host.roundTimeout + 10) return;
     }
     this.#arm();
   }
@@ -208,7 +214,7 @@ export class Lock implements AsyncDisposable, Timed {
     if (this.#state === 'released') throw new LockLostError(this.resources, 'it was released');
     if (this.#state === 'lost') throw this.#lostError as LockLostError;
     if (this.remaining() <= 0) throw this.#lose('its validity ran out before the extension');
-    const outcome = await (this.#grant.ops ?? this.#host.redlock).extend(this.#grant, ttl);
+    const outcome = await this.#ops().extend(this.#grant, ttl);
     if (this.#state !== 'held') throw this.#lostError ?? new LockLostError(this.resources, 'it was released during the extension');
     if ('grant' in outcome) {
       this.#grant = outcome.grant;
@@ -219,7 +225,7 @@ export class Lock implements AsyncDisposable, Timed {
       return true;
     }
     const { failures, extended } = outcome;
-    const quorum = this.#host.redlock.quorum;
+    const quorum = this.#host.quorum;
     const detail = failures.map(nodeMessage).join('; ');
     if (!strict && extended + failures.length >= quorum && this.remaining() > 0) {
       this.#host.extensionFailed('retrying');
@@ -228,9 +234,14 @@ export class Lock implements AsyncDisposable, Timed {
     const reason =
       extended + failures.length >= quorum
         ? `extension reached ${extended} of ${quorum} nodes needed (${detail})`
-        : `the key is gone or owned by someone else on ${this.#host.redlock.nodes.length - extended - failures.length} node(s)${detail ? ` (${detail})` : ''}`;
+        : `the key is gone or owned by someone else on ${this.#host.nodeCount - extended - failures.length} node(s)${detail ? ` (${detail})` : ''}`;
     this.#host.extensionFailed('lost');
     throw this.#lose(reason, failures[0]?.error);
+  }
+
+  /** Extend and release of this grant: its own (a primitive's), else the manager's mutex lease. */
+  #ops(): LeaseOps {
+    return this.#grant.ops ?? this.#host.lease;
   }
 
   #lose(reason: string, cause?: unknown): LockLostError {
@@ -243,7 +254,7 @@ export class Lock implements AsyncDisposable, Timed {
     this.#host.forget(this);
     this.#host.emit('lost', { resources: this.resources, fence: this.fence, error });
     // Our keys may still sit on some nodes; compare-and-delete them so waiters need not wait out the TTL.
-    void (this.#grant.ops ?? this.#host.redlock).release(this.#grant);
+    void this.#ops().release(this.#grant);
     return error;
   }
 
