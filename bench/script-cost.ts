@@ -58,20 +58,35 @@ try {
   }
 
   const rows: [string, number][] = [];
-  rows.push(['SET NX PX (the floor\'s acquire)', await measure('set', (p, i) => p.set(`k${i}`, token(), 'PX', 10_000, 'NX'))]);
+  rows.push(["SET NX PX (the floor's acquire)", await measure('set', (p, i) => p.set(`k${i}`, token(), 'PX', 10_000, 'NX'))]);
   for (const [label, lua] of STEPS) {
     const sha = await load(lua);
-    rows.push([label, await measure('evalsha', (p, i) => p.evalsha(sha, 4, `{r${i}}:lock`, '{node}:m', `{r${i}}:queue`, `{r${i}}:fence`, token(), '10000'))]);
+    rows.push([
+      label,
+      await measure('evalsha', (p, i) => p.evalsha(sha, 4, `{r${i}}:lock`, '{node}:m', `{r${i}}:queue`, `{r${i}}:fence`, token(), '10000')),
+    ]);
   }
   const acquire = await load(acquireLua as string);
-  const acquireArgs = (i: number): string[] => [`f:{r${i}}:lock`, 'f:{node}:marker', token(), '10000', '1', 'abcdef0123456789', `${i}.000`, '1000', '1', '0', ''];
+  const acquireArgs = (i: number): string[] => [
+    `f:{r${i}}:lock`,
+    'f:{node}:marker',
+    token(),
+    '10000',
+    '1',
+    'abcdef0123456789',
+    `${i}.000`,
+    '1000',
+    '1',
+    '0',
+    '',
+  ];
   rows.push(['fencelock acquire.lua (trusted node, fair)', await measure('evalsha', (p, i) => p.evalsha(acquire, 2, ...acquireArgs(i)))]);
 
   // Releases: each key is set first (outside the measured command), then released by its owner.
   const floorRelease = await load(FLOOR_RELEASE);
   const release = await load(releaseLua as string);
   for (const [label, sha] of [
-    ['compare-and-delete (the floor\'s release)', floorRelease],
+    ["compare-and-delete (the floor's release)", floorRelease],
     ['fencelock release.lua (queue check, PUBLISH)', release],
   ] as const) {
     rows.push([

@@ -12,7 +12,7 @@ export {
   NodeTimeoutError,
   type NodeFailure,
 } from './errors.js';
-export type { NodeDataState, NodeView } from './algorithm/redlock.js';
+export type { NodeDataState, NodeView } from './algorithm/replies.js';
 export type {
   AcquiredEvent,
   ExtendedEvent,

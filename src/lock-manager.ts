@@ -1,7 +1,8 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { toNodes, type RedisNode } from './adapters/index.js';
 import { ReleaseNotifications } from './algorithm/notifications.js';
-import { Redlock, type NodeView } from './algorithm/redlock.js';
+import { Redlock } from './algorithm/redlock.js';
+import type { NodeView } from './algorithm/replies.js';
 import { Scheduler } from './algorithm/scheduler.js';
 import { acquireWaiting } from './algorithm/wait.js';
 import { monotonicNow } from './clock.js';

@@ -25,9 +25,12 @@ const ROWS: Row[] = [
   { label: 'W2 pairs/s', workload: 'W2', value: metric('pairsPerSec'), higherIsBetter: true },
   { label: 'W3 acquisitions/s', workload: 'W3', value: metric('acqPerSec'), higherIsBetter: true },
   { label: 'W4 acquisitions/s', workload: 'W4', value: metric('acqPerSec'), higherIsBetter: true },
-  ...(['W1', 'W2', 'W3', 'W4'] as const).map(
-    (w): Row => ({ label: `${w} Redis CPU per op`, workload: w, value: (c) => c.commands?.redisCpuPerOpUs, higherIsBetter: false }),
-  ),
+  ...(['W1', 'W2', 'W3', 'W4'] as const).map((w): Row => ({
+    label: `${w} Redis CPU per op`,
+    workload: w,
+    value: (c) => c.commands?.redisCpuPerOpUs,
+    higherIsBetter: false,
+  })),
 ];
 
 function cell(report: RunReport, workload: WorkloadId, library: string, mode: Mode): CellResult | undefined {

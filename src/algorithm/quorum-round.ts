@@ -8,6 +8,7 @@ import { backoffDelay } from './backoff.js';
 import { guard, throwIfQuarantineOutlasts, type RetryInfo, type WaitResult } from './wait.js';
 import { ANYONE, Wakeup, type ReleaseNotifications, type Watch } from './notifications.js';
 import type { NodeReport } from './node-health.js';
+import { parseFence } from './replies.js';
 import { Redlock, type Attempt, type Grant, type LeaseOps, type NodeErrorReport, type RoundReply } from './redlock.js';
 import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
 
@@ -282,10 +283,7 @@ function parseReply(reply: unknown, node: RedisNode): Reply {
   const [ok, value, epoch, age, trusted, longest, slot] = reply as unknown[];
   const state: NodeState = { epoch: String(epoch), age: Number(age), trusted: Number(trusted) === 1, longest: Number(longest) };
   if (Number(ok) !== 1) return { kind: 'held', retryAfter: Number(value), ...state };
-  const text = String(value);
-  if (!/^\d+$/.test(text))
-    throw new NodeError(node.name, `fence counter is not a non-negative integer: ${JSON.stringify(text.slice(0, 40))}`);
-  return { kind: 'granted', fence: BigInt(text), slot: slot === undefined || slot === null ? '' : String(slot), ...state };
+  return { kind: 'granted', fence: parseFence(value, node), slot: slot === undefined || slot === null ? '' : String(slot), ...state };
 }
 
 /** How one primitive's acquire call runs its rounds. */
