@@ -1,5 +1,6 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import { toNodes, type RedisNode } from './adapters/index.js';
+import { forceRelease, inspect } from './algorithm/admin.js';
 import { ReleaseNotifications } from './algorithm/notifications.js';
 import { Redlock } from './algorithm/redlock.js';
 import type { NodeView } from './algorithm/replies.js';
@@ -195,7 +196,7 @@ export class LockManager {
   inspect(resource: string): Promise<LockInfo> {
     return this.#start(async () => {
       const name = resolveSingleResource(resource);
-      const nodes = await this.#redlock.inspect(name);
+      const nodes = await inspect(this.#redlock, name);
       const votes = new Map<string, number>();
       for (const n of nodes) if (n.owner !== null) votes.set(n.owner, (votes.get(n.owner) ?? 0) + 1);
       const holder = [...votes].find(([, count]) => count >= this.quorum)?.[0] ?? null;
@@ -208,7 +209,7 @@ export class LockManager {
   forceRelease(resource: string): Promise<number> {
     return this.#start(async () => {
       const name = resolveSingleResource(resource);
-      const { deleted, failures } = await this.#redlock.forceRelease(name);
+      const { deleted, failures } = await forceRelease(this.#redlock, name);
       const answered = this.#nodes.length - failures.length;
       if (answered < this.quorum) throw new QuorumError([name], 'forceRelease', answered, this.quorum, failures);
       return deleted;

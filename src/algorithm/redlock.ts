@@ -6,17 +6,7 @@ import { driftOf, type ResolvedManagerOptions, type WaitForReplicas } from '../o
 import { scripts } from '../scripts/index.js';
 import { ExtendBatcher, type NodeExtendReply } from './extend-batch.js';
 import { NodeHealth, type NodeReport } from './node-health.js';
-import {
-  acquireKeys,
-  arrayReply,
-  parseAcquireReply,
-  parseInspectReply,
-  type AcquireReply,
-  type InspectReply,
-  type NodeDataState,
-  type NodeState,
-  type NodeView,
-} from './replies.js';
+import { acquireKeys, arrayReply, parseAcquireReply, type AcquireReply, type NodeState } from './replies.js';
 import { LocalWaiters } from './notifications.js';
 import { randomHex, randomSlice } from './random.js';
 import { Repairs } from './repair.js';
@@ -64,7 +54,7 @@ function quarantined(left: number): string {
 }
 
 /** The longest a connection that has never been ready may take for its first handshake. */
-const FIRST_CONNECT_MS = 1_000;
+export const FIRST_CONNECT_MS = 1_000;
 
 /** After a leader failed, waiters go straight to all nodes for this long. */
 const LEADER_COOLDOWN_MS = 1_000;
@@ -141,7 +131,8 @@ export class Redlock {
   readonly repairs: Repairs;
   /** this process's waiters, for the handoff shortcut (notifications.ts) */
   readonly localWaiters = new LocalWaiters();
-  private readonly reportNodeError: NodeErrorReport;
+  /** tells the manager of a node's error (the 'nodeError' event) */
+  readonly reportNodeError: NodeErrorReport;
   /** node indexes sorted by address: every process picks the same leader whatever order it lists the nodes in */
   private readonly byName: readonly number[];
   /** monotonic time of each node's last failed acquire request */
@@ -688,59 +679,5 @@ export class Redlock {
         });
       }),
     );
-  }
-
-  /** Per node: holder, remaining ms, waiters, fence counter and the node's state, or the node's error. Read-only. */
-  async inspect(resource: string): Promise<NodeView[]> {
-    const [k] = this.keys([resource]) as [ResourceKeys];
-    const read = (node: RedisNode, i: number): Promise<InspectReply | Error> =>
-      node
-        .run(scripts.inspect, [k.lock, this.markerFor(i, [k]), k.queue, k.fence], [], this.options.nodeTimeout, FIRST_CONNECT_MS)
-        .then((reply) => parseInspectReply(arrayReply(reply, 9, node, 'inspect'), node))
-        .then(undefined, (error: Error) => error);
-    const replies = await Promise.all(this.nodes.map(read));
-    const reports = replies.map((r) => (r instanceof Error || r.report.epoch === null ? undefined : r.report));
-    const scopes = this.nodes.map((_, i) => this.scopeFor(i, [k]));
-    const left = this.health.quarantineLeft(reports, scopes, monotonicNow());
-    return replies.map((r, i): NodeView => {
-      const node = (this.nodes[i] as RedisNode).name;
-      if (r instanceof Error) return { node, owner: null, remaining: 0, waiters: 0, fence: null, state: null, quarantinedFor: 0, error: r };
-      const quarantinedFor = left[i] as number;
-      return {
-        node,
-        ...r.view,
-        state: this.stateOf(i, r.report, reports, scopes[i] as string, quarantinedFor),
-        quarantinedFor,
-        error: null,
-      };
-    });
-  }
-
-  /** What inspect says of a node's data: see NodeState. */
-  private stateOf(i: number, r: NodeReport, reports: ReadonlyArray<NodeReport | undefined>, scope: string, left: number): NodeDataState {
-    if (r.epoch === null) return 'empty';
-    if (left > 0) return 'quarantined';
-    if (r.trusted) return 'trusted';
-    if (!reports.some((x) => x?.trusted === true)) return 'new';
-    return this.repairs.isPending(i, scope) ? 'repairing' : 'untrusted';
-  }
-
-  /** Admin: delete the lock key on every node whoever holds it; resolves with how many nodes had it. */
-  async forceRelease(resource: string): Promise<{ deleted: number; failures: NodeFailure[] }> {
-    const [k] = this.keys([resource]) as [ResourceKeys];
-    const failures: NodeFailure[] = [];
-    const results = await Promise.all(
-      this.nodes.map((node) =>
-        node.run(scripts.forceRelease, [k.lock], [k.channel], this.options.nodeTimeout, FIRST_CONNECT_MS).then(
-          (n) => Number(n),
-          (error: Error) => {
-            failures.push({ node: node.name, error });
-            this.reportNodeError(node, error, 'forceRelease', [resource]);
-            return 0;
-          },
-        ),
-      ),
-    );
-    return { deleted: results.reduce((a, b) => a + b, 0), failures };
   }
 }
