@@ -1,11 +1,9 @@
 // Throw-away etcd clusters for tests, the demo and users' own tests: real `etcd` processes, each on its own
 // free loopback client and peer ports with a temp data dir, signalled only through their own PIDs.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { findBinary, freePort, HOST, isAlive, killChild, releasePort, sleep, track } from './processes.js';
+import { findBinary, freePort, HOST, releasePort, ServerProcess, sleep } from './processes.js';
 
 /** Options of `startEtcdCluster`. */
 export interface StartEtcdOptions {
@@ -57,8 +55,7 @@ export class LocalEtcdMember {
   readonly clientUrl: string;
   /** `http://127.0.0.1:<peer port>`: what the other members connect to */
   readonly peerUrl: string;
-  #child: ChildProcess | undefined;
-  #paused = false;
+  readonly #process: ServerProcess;
   #stopped = false;
 
   /** @internal use startEtcdCluster() */
@@ -77,44 +74,39 @@ export class LocalEtcdMember {
   ) {
     this.clientUrl = `http://${HOST}:${clientPort}`;
     this.peerUrl = `http://${HOST}:${peerPort}`;
+    this.#process = new ServerProcess(`etcd member ${name}`);
   }
 
   /** the process id while it runs */
   get pid(): number | undefined {
-    return isAlive(this.#child) ? this.#child.pid : undefined;
+    return this.#process.pid;
   }
 
   /** whether the process is alive (paused included) */
   isRunning(): boolean {
-    return isAlive(this.#child);
+    return this.#process.isRunning();
   }
 
   /** Default SIGKILL: a crash. Resolves once the process is really gone; its data dir stays. */
-  async kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
-    await killChild(this.#child, signal, this.#paused, 'etcd');
-    this.#child = undefined;
-    this.#paused = false;
+  kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    return this.#process.kill(signal);
   }
 
   /** SIGSTOP: a hung member (connections stay open, nothing answers; the others elect a leader without it). */
   pause(): void {
-    if (!isAlive(this.#child)) throw new Error(`etcd member ${this.name} is not running`);
-    this.#child.kill('SIGSTOP');
-    this.#paused = true;
+    this.#process.pause();
   }
 
   /** SIGCONT: a paused member answers again. */
   resume(): void {
-    if (!isAlive(this.#child)) throw new Error(`etcd member ${this.name} is not running`);
-    this.#child.kill('SIGCONT');
-    this.#paused = false;
+    this.#process.resume();
   }
 
   /** Crash and bring back on the same ports with its data: it rejoins the cluster as the same member. */
   async restart(): Promise<void> {
     if (this.#stopped) throw new Error(`etcd member ${this.name} was stopped`);
     await this.kill();
-    this.spawn(true);
+    await this.spawn(true);
   }
 
   /** Kill and remove its temp dir; safe to call twice. */
@@ -128,16 +120,15 @@ export class LocalEtcdMember {
 
   /** @internal whether it answers, and whether it is the leader; undefined if it does not answer. */
   async status(timeoutMs = 1_000): Promise<{ leader: boolean } | undefined> {
-    if (this.#paused || !isAlive(this.#child)) return undefined;
+    if (this.#process.paused || !this.#process.isRunning()) return undefined;
     const s = await gateway<MemberStatus>(this.clientUrl, '/v3/maintenance/status', timeoutMs);
     if (!s?.header?.member_id || !s.leader || s.leader === '0') return undefined;
     return { leader: s.leader === s.header.member_id };
   }
 
   /** @internal start the process; `rejoin`: its data dir holds the cluster already. */
-  spawn(rejoin: boolean): void {
-    if (this.#stopped || isAlive(this.#child))
-      throw new Error(`etcd member ${this.name} is ${this.#stopped ? 'stopped' : 'already running'}`);
+  async spawn(rejoin: boolean): Promise<void> {
+    if (this.#stopped) throw new Error(`etcd member ${this.name} is stopped`);
     const argv = [
       ...['--name', this.name, '--data-dir', path.join(this.dir, 'data')],
       ...['--listen-client-urls', this.clientUrl, '--advertise-client-urls', this.clientUrl],
@@ -147,16 +138,8 @@ export class LocalEtcdMember {
       ...['--logger', 'zap', '--log-outputs', path.join(this.dir, 'etcd.log')],
       ...this.args,
     ];
-    // Errors before the log opens go to a file, not a pipe: nothing to drain, nothing holding our event loop.
-    const errFd = openSync(path.join(this.dir, 'stderr.log'), 'a');
-    try {
-      this.#child = spawn(findEtcd(), argv, { stdio: ['ignore', errFd, errFd] });
-    } finally {
-      closeSync(errFd);
-    }
-    this.#child.on('error', () => undefined); // surfaced as "not running" by the health wait
-    if (this.#child.pid !== undefined) track(this.#child, this.dir);
-    this.#paused = false;
+    // A binary that cannot run shows as a member that is not running: the leader wait says so, with the logs.
+    await this.#process.start(findEtcd(), argv, this.dir);
   }
 
   /** @internal the last lines of its logs, for a start that failed */
@@ -244,7 +227,7 @@ export async function startEtcdCluster(opts: StartEtcdOptions = {}): Promise<Loc
   );
   const cluster = new LocalEtcdCluster(members);
   try {
-    for (const m of members) m.spawn(false);
+    await Promise.all(members.map((m) => m.spawn(false)));
     await cluster.waitForLeader(startTimeout);
     return cluster;
   } catch (error) {

@@ -1,8 +1,8 @@
 // What every throw-away server of fencelock/testing shares: free loopback ports that parallel starts never
 // share (and never a developer's real server: 6379, 2379, 2380), the binary found on PATH or in an env var,
 // children signalled only through their own PIDs, and no child outliving this process however it ends.
-import { type ChildProcess } from 'node:child_process';
-import { accessSync, constants, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, closeSync, constants, openSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -70,21 +70,88 @@ export const exited = (c: ChildProcess, ms: number): Promise<boolean> =>
   });
 
 /**
- * Signals `child` through its own PID and waits until it is gone; SIGKILL if `signal` is not enough.
- * `paused`: the child was SIGSTOPped, and only acts on SIGTERM once continued (SIGKILL works regardless).
+ * One server's child process, whichever server it is: started with its early errors in `<dir>/stderr.log`,
+ * reaped if this process exits, signalled only through its own PID. `what` names it in errors
+ * (`redis node redis://127.0.0.1:7001`, `etcd member m0`).
  */
-export async function killChild(
-  child: ChildProcess | undefined,
-  signal: 'SIGKILL' | 'SIGTERM',
-  paused: boolean,
-  what: string,
-): Promise<void> {
-  if (!isAlive(child)) return;
-  if (signal === 'SIGTERM' && paused) child.kill('SIGCONT');
-  child.kill(signal);
-  if (await exited(child, KILL_WAIT_MS)) return;
-  child.kill('SIGKILL');
-  if (!(await exited(child, KILL_WAIT_MS))) throw new Error(`${what} pid ${child.pid} did not exit after SIGKILL`);
+export class ServerProcess {
+  #child: ChildProcess | undefined;
+  #paused = false;
+  /** why the last start could not run the binary at all (ENOENT, EACCES), if so */
+  spawnError: Error | undefined;
+
+  constructor(private readonly what: string) {}
+
+  /** the process id while it runs */
+  get pid(): number | undefined {
+    return isAlive(this.#child) ? this.#child.pid : undefined;
+  }
+
+  /** whether the process is alive (paused included) */
+  isRunning(): boolean {
+    return isAlive(this.#child);
+  }
+
+  /** whether it is stopped by SIGSTOP */
+  get paused(): boolean {
+    return this.#paused;
+  }
+
+  /**
+   * Starts `cmd args`; resolves with the child once it has a pid or failed to run (spawnError).
+   * Errors printed before the server opens its own log (bad arguments, a missing wrapper) go to a file,
+   * not a pipe: nothing to drain, nothing holding our event loop.
+   */
+  async start(cmd: string, args: readonly string[], dir: string): Promise<ChildProcess> {
+    if (isAlive(this.#child)) throw new Error(`${this.what} is already running`);
+    const errFd = openSync(path.join(dir, 'stderr.log'), 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(cmd, args, { stdio: ['ignore', errFd, errFd] });
+    } finally {
+      closeSync(errFd);
+    }
+    this.spawnError = undefined;
+    child.on('error', (e) => (this.spawnError = e));
+    if (child.pid === undefined) await new Promise((resolve) => setImmediate(resolve)); // 'error' comes on next tick
+    if (child.pid !== undefined) track(child, dir);
+    this.#child = child;
+    this.#paused = false;
+    return child;
+  }
+
+  /** Default SIGKILL: a crash. Resolves once the process is really gone; SIGKILL if `signal` is not enough. */
+  async kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    const child = this.#child;
+    if (isAlive(child)) {
+      // A stopped process only acts on SIGTERM once continued; SIGKILL works regardless.
+      if (signal === 'SIGTERM' && this.#paused) child.kill('SIGCONT');
+      child.kill(signal);
+      if (!(await exited(child, KILL_WAIT_MS))) {
+        child.kill('SIGKILL');
+        if (!(await exited(child, KILL_WAIT_MS))) throw new Error(`${this.what} (pid ${child.pid}) did not exit after SIGKILL`);
+      }
+    }
+    this.#child = undefined;
+    this.#paused = false;
+  }
+
+  /** SIGSTOP: hung (connections stay open, nothing answers). */
+  pause(): void {
+    this.#signal('SIGSTOP');
+    this.#paused = true;
+  }
+
+  /** SIGCONT: a paused server answers again. */
+  resume(): void {
+    this.#signal('SIGCONT');
+    this.#paused = false;
+  }
+
+  #signal(signal: NodeJS.Signals): void {
+    if (!isAlive(this.#child)) throw new Error(`${this.what} is not running`);
+    this.#child.kill(signal);
+  }
 }
 
 /** The first executable of `$envVar`, else `name` on PATH; undefined if there is none. */

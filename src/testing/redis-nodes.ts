@@ -1,13 +1,11 @@
 // Throw-away redis-server processes for tests, the demo and users' own tests.
 // Every node owns a random loopback port and a temp dir, and is only ever
 // signalled through its own PID, so it can never disturb a Redis it did not start.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { findBinary, freePort, HOST, isAlive, isReservedPort, killChild, releasePort, reservePort, sleep, track } from './processes.js';
+import { findBinary, freePort, HOST, isAlive, isReservedPort, releasePort, reservePort, ServerProcess, sleep } from './processes.js';
 
 /** Options of `startRedisNode(s)`: how each throw-away redis-server is started. */
 export interface StartRedisOptions {
@@ -85,8 +83,7 @@ export class LocalRedisNode {
   readonly host = HOST;
   /** `redis://127.0.0.1:<port>` */
   readonly url: string;
-  #child: ChildProcess | undefined;
-  #paused = false;
+  readonly #process: ServerProcess;
   #stopped = false;
 
   /** @internal use startRedisNode() */
@@ -98,39 +95,34 @@ export class LocalRedisNode {
     private readonly opts: StartRedisOptions,
   ) {
     this.url = `redis://${HOST}:${port}`;
+    this.#process = new ServerProcess(`redis node ${this.url}`);
     reservePort(port);
     if (opts.cluster) reservePort(port + CLUSTER_BUS_OFFSET);
   }
 
   /** the process id while it runs */
   get pid(): number | undefined {
-    return isAlive(this.#child) ? this.#child.pid : undefined;
+    return this.#process.pid;
   }
 
   /** whether the process is alive (paused included) */
   isRunning(): boolean {
-    return isAlive(this.#child);
+    return this.#process.isRunning();
   }
 
   /** Default SIGKILL: a crash, nothing flushed or said goodbye. Resolves once the process is really gone. */
-  async kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
-    await killChild(this.#child, signal, this.#paused, 'redis-server');
-    this.#child = undefined;
-    this.#paused = false;
+  kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    return this.#process.kill(signal);
   }
 
   /** SIGSTOP: a hung node — connections stay open, commands never get a reply. */
   pause(): void {
-    if (!isAlive(this.#child)) throw new Error(`redis node ${this.url} is not running`);
-    this.#child.kill('SIGSTOP');
-    this.#paused = true;
+    this.#process.pause();
   }
 
   /** SIGCONT: a paused node answers again. */
   resume(): void {
-    if (!isAlive(this.#child)) throw new Error(`redis node ${this.url} is not running`);
-    this.#child.kill('SIGCONT');
-    this.#paused = false;
+    this.#process.resume();
   }
 
   /**
@@ -160,8 +152,7 @@ export class LocalRedisNode {
 
   /** @internal spawn and wait for PONG; rejects (with the log tail) if the server dies or times out. */
   async start(): Promise<void> {
-    if (this.#stopped || isAlive(this.#child))
-      throw new Error(`redis node ${this.url} is ${this.#stopped ? 'stopped' : 'already running'}`);
+    if (this.#stopped) throw new Error(`redis node ${this.url} is stopped`);
     const server = findRedisServer();
     const { args = [], persistence = false, commandPrefix = [], startTimeout = 10_000, cluster = false } = this.opts;
     const argv = [
@@ -171,30 +162,17 @@ export class LocalRedisNode {
       ...['--logfile', path.join(this.dir, 'redis.log'), ...args],
     ];
     const [cmd = server, ...rest] = [...commandPrefix, server, ...argv];
-    // Errors printed before the log file opens (bad arguments, a missing faketime) go to a
-    // file, not a pipe: nothing to drain, nothing holding our event loop.
-    const errFd = openSync(path.join(this.dir, 'stderr.log'), 'a');
-    let child: ChildProcess;
-    try {
-      child = spawn(cmd, rest, { stdio: ['ignore', errFd, errFd] });
-    } finally {
-      closeSync(errFd);
-    }
-    let spawnError: Error | undefined;
-    child.on('error', (e) => (spawnError = e));
-    if (child.pid === undefined) await new Promise((resolve) => setImmediate(resolve)); // 'error' comes on next tick
-    if (child.pid !== undefined) track(child, this.dir);
-    this.#child = child;
-    this.#paused = false;
+    const child = await this.#process.start(cmd, rest, this.dir);
 
     const deadline = Date.now() + startTimeout;
     while (Date.now() < deadline) {
-      if (spawnError || !isAlive(child)) break;
+      if (this.#process.spawnError || !isAlive(child)) break;
       const reply = await ping(this.port, Math.min(1_000, Math.max(1, deadline - Date.now())));
       // NOAUTH means it is up and answering, just password-protected via args.
       if (reply === '+PONG' || reply.startsWith('-NOAUTH')) return;
       await sleep(20);
     }
+    const spawnError = this.#process.spawnError;
     const why = spawnError
       ? `could not run ${cmd}: ${spawnError.message}`
       : child.exitCode === null && child.signalCode === null
