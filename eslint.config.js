@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.tmp/', 'src/scripts/lua.generated.ts', 'bench/results/'] },
+  { ignores: ['dist/', 'node_modules/', '.tmp/', 'src/redis/scripts/lua.generated.ts', 'bench/results/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

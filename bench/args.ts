@@ -13,7 +13,7 @@ export interface RunArgs {
 }
 
 export const USAGE = `usage: node --import tsx bench/run.ts [--quick] [--out <dir>]
-       [--libraries <id,...>] [--workloads W1,...] [--modes single,redlock5]
+       [--libraries <id,...>] [--workloads W1,...] [--modes single,redlock5,etcd3,zk3]
   --quick       tiny counts and durations (a smoke test, not a measurement; without the previous release)
   --out <dir>   write <date>.json, benchmarks.md and benchmarks.svg to <dir> instead of bench/results and docs/
   libraries: ${LIBRARIES.map((l) => l.id).join(', ')}`;

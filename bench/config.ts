@@ -14,8 +14,22 @@ export const NODE_TIMEOUT = 200;
 export const DRIFT_FACTOR = 0.01;
 
 export const NODE_COUNT = 5;
-export const MODES: readonly Mode[] = ['single', 'redlock5'];
-export const MODE_LABEL: Record<Mode, string> = { single: 'single node', redlock5: '5 nodes (Redlock)' };
+export const MODES: readonly Mode[] = ['single', 'redlock5', 'etcd3', 'zk3'];
+export const MODE_LABEL: Record<Mode, string> = {
+  single: 'single node',
+  redlock5: '5 nodes (Redlock)',
+  etcd3: 'etcd, 3 members',
+  zk3: 'ZooKeeper, 3 servers',
+};
+/** etcd members in the etcd3 mode */
+export const ETCD_MEMBERS = 3;
+/** ZooKeeper servers in the zk3 mode */
+export const ZOOKEEPER_SERVERS = 3;
+/**
+ * zoo.cfg of the zk3 mode's servers: every write fsynced before it is acknowledged, ZooKeeper's default (the
+ * test ensembles turn it off), as etcd's members do: otherwise the two would not be measured alike.
+ */
+export const ZOOKEEPER_CONFIG = { forceSync: 'yes' } as const;
 export const WORKLOADS: readonly WorkloadId[] = ['W1', 'W2', 'W3', 'W4', 'W5'];
 
 export interface Profile {
@@ -47,9 +61,10 @@ export const PROFILES: Record<ProfileName, Profile> = {
   quick: {
     warmupPairs: 3,
     w1: { warmup: 5, ops: 30 },
-    w2: { callers: 4, durationMs: 100 },
-    w3: { callers: 4, holdMs: 1, durationMs: 150, drainMs: 1_000 },
-    w4: { processes: 2, callersPerProcess: 2, holdMs: 1, durationMs: 150, drainMs: 1_000 },
+    w2: { callers: 4, durationMs: 500 }, // an etcd pair under a loaded CI machine can take 100 ms
+    // As W2: a contended hand-over on etcd or ZooKeeper on a loaded CI machine took longer than 150 ms (0 ops).
+    w3: { callers: 4, holdMs: 1, durationMs: 500, drainMs: 1_000 },
+    w4: { processes: 2, callersPerProcess: 2, holdMs: 1, durationMs: 500, drainMs: 1_000 },
     w5: { locks: 50, ttl: 2_000, holdMs: 100, concurrency: 50 }, // ttl over 1.25 s: redlock-universal extends non-stop below
     cellTimeoutMs: { W1: 30_000, W2: 30_000, W3: 30_000, W4: 40_000, W5: 30_000 },
   },
@@ -65,5 +80,6 @@ export function commonSettings(): Record<string, unknown> {
     driftFactor: DRIFT_FACTOR,
     nodes: NODE_COUNT,
     modes: MODE_LABEL,
+    zookeeperConfig: ZOOKEEPER_CONFIG,
   };
 }

@@ -44,9 +44,7 @@ try {
   const memBefore = await Promise.all(admin.map(usedMemory));
   const t0 = performance.now();
   for (let i = 0; i < RESOURCES; i += 200) {
-    await Promise.all(
-      Array.from({ length: Math.min(200, RESOURCES - i) }, async (_, j) => (await m.acquire(`order:${i + j}`)).release()),
-    );
+    await Promise.all(Array.from({ length: Math.min(200, RESOURCES - i) }, async (_, j) => (await m.acquire(`order:${i + j}`)).release()));
   }
   const lockSeconds = (performance.now() - t0) / 1000;
   const keysAfter = await Promise.all(admin.map((a) => a.dbsize()));

@@ -33,7 +33,7 @@ const admin = new Redis(node.url);
 const locks: Manager = new LockManager([client], { ttl: 10_000 });
 const releaseSha = String(await admin.script('LOAD', RELEASE));
 
-const { acquireLua, releaseLua } = (await import('../src/scripts/lua.generated.js' as string)) as Record<string, string>;
+const { acquireLua, releaseLua } = (await import('../src/redis/scripts/lua.generated.js' as string)) as Record<string, string>;
 const acquireSha = String(await admin.script('LOAD', acquireLua as string));
 const releaseScriptSha = String(await admin.script('LOAD', releaseLua as string));
 

@@ -1,10 +1,17 @@
-// `npm run bench`: starts five redis-server nodes, runs every (workload, library, mode) cell in a fresh process on
-// them, and writes the JSON, the docs page and the chart. See docs/benchmarks.md and `--help`.
-import { startRedisNodes } from '../src/testing/index.js';
+// `npm run bench`: starts five redis-server nodes (and a 3-member etcd cluster and a 3-server ZooKeeper ensemble),
+// runs every (workload, library, mode) cell in a fresh process on them, and writes the JSON, the docs page and the
+// chart. See docs/benchmarks.md and `--help`.
+import {
+  startEtcdCluster,
+  startRedisNodes,
+  startZooKeeperEnsemble,
+  type LocalEtcdCluster,
+  type LocalZooKeeperEnsemble,
+} from '../src/testing/index.js';
 import { parseArgs } from './args.js';
 import { previousEntry } from './previous.js';
-import { commonSettings, MODE_LABEL, NODE_COUNT, PROFILES } from './config.js';
-import { LIBRARIES, libraryEntry } from './libraries/index.js';
+import { commonSettings, ETCD_MEMBERS, MODE_LABEL, NODE_COUNT, PROFILES, ZOOKEEPER_CONFIG, ZOOKEEPER_SERVERS } from './config.js';
+import { LIBRARIES, libraryEntry, notApplicable } from './libraries/index.js';
 import { fencelockCommit, machineInfo, packageVersion } from './machine.js';
 import { RedisAdmin } from './redis-admin.js';
 import { firstLine, num } from './report/format.js';
@@ -87,13 +94,15 @@ async function main(): Promise<void> {
   }
   // until our handlers are installed, a Ctrl-C is handled by fencelock/testing, which kills the nodes itself
   const nodes = await startRedisNodes(NODE_COUNT);
+  let etcd: LocalEtcdCluster | undefined;
+  let zookeeper: LocalZooKeeperEnsemble | undefined;
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopping) return;
     stopping = true;
-    console.error(`\n${signal}: stopping the running cell and the Redis nodes`);
+    console.error(`\n${signal}: stopping the running cell, the Redis nodes, etcd and ZooKeeper`);
     killCurrentCell();
-    void nodes.stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    void Promise.all([nodes.stop(), etcd?.stop(), zookeeper?.stop()]).finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -105,19 +114,34 @@ async function main(): Promise<void> {
   const admin = await RedisAdmin.connect(urls);
   try {
     redisVersion = await admin.redisVersion();
+    // The etcd and ZooKeeper cells' clusters: each started once, like the Redis nodes (their data grows with the
+    // run: fine), and only when some cell runs on it.
+    const consensus = libs.some((l) => l.consensus);
+    if (args.modes.includes('etcd3') && consensus) etcd = await startEtcdCluster({ members: ETCD_MEMBERS });
+    if (args.modes.includes('zk3') && consensus)
+      zookeeper = await startZooKeeperEnsemble({ servers: ZOOKEEPER_SERVERS, config: ZOOKEEPER_CONFIG });
     for (const workload of args.workloads) {
       for (const mode of args.modes) {
         for (const lib of libs) {
           if (stopping) return;
           const base = { workload, library: lib.id, mode } as const;
           let result: CellResult;
-          if (workload === 'W5' && !lib.autoExtend) {
-            result = { ...base, status: 'n/a', wallMs: 0 };
+          const skip = notApplicable(lib, workload, mode);
+          if (skip) {
+            result = { ...base, status: 'n/a', wallMs: 0, error: skip };
           } else {
-            const spec: CellSpec = { ...base, urls: mode === 'single' ? urls.slice(0, 1) : urls, statsUrls: urls, profile: args.profile };
+            const target: Record<typeof mode, string[]> = {
+              single: urls.slice(0, 1),
+              redlock5: urls,
+              etcd3: [etcd?.url as string],
+              zk3: [zookeeper?.url as string],
+            };
+            const spec: CellSpec = { ...base, urls: target[mode], statsUrls: urls, profile: args.profile };
             try {
               await admin.reset();
               result = await runCell(spec, profile.cellTimeoutMs[workload]);
+              // An etcd or ZooKeeper cell sends no Redis commands: the idle nodes' counters would only read as noise.
+              if (mode === 'etcd3' || mode === 'zk3') delete result.commands;
             } catch (e) {
               result = { ...base, status: 'failed', wallMs: 0, error: `could not reset the nodes: ${String(e)}` };
             }
@@ -130,6 +154,8 @@ async function main(): Promise<void> {
   } finally {
     await admin.close();
     await nodes.stop();
+    await etcd?.stop();
+    await zookeeper?.stop();
   }
 
   const report: RunReport = {

@@ -35,7 +35,7 @@ const FLOOR_RELEASE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redi
 const node = await startRedisNode();
 const redis = new Redis(node.url);
 try {
-  const { acquireLua, releaseLua } = (await import('../src/scripts/lua.generated.js' as string)) as Record<string, string>;
+  const { acquireLua, releaseLua } = (await import('../src/redis/scripts/lua.generated.js' as string)) as Record<string, string>;
   const load = async (lua: string): Promise<string> => String(await redis.script('LOAD', lua));
   const token = (): string => randomBytes(18).toString('base64url');
 

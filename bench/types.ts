@@ -1,13 +1,14 @@
 // Types shared by the orchestrator (run.ts), the cell processes (cell.ts) and the reports.
 
-export type Mode = 'single' | 'redlock5';
+/** node 0 alone, all five Redis nodes, a local 3-member etcd cluster or a local 3-server ZooKeeper ensemble (the last two: fencelock only) */
+export type Mode = 'single' | 'redlock5' | 'etcd3' | 'zk3';
 export type WorkloadId = 'W1' | 'W2' | 'W3' | 'W4' | 'W5';
 export type ProfileName = 'full' | 'quick';
 
 /** What every library adapter offers a workload. A handle is whatever the library needs to release. */
 export interface LockLibrary<H = unknown> {
   readonly name: string;
-  /** connect to the mode's nodes (node 0 alone, or all five) and build the library's lock objects */
+  /** connect to the mode's nodes (node 0 alone, all five, the etcd cluster's or the ZooKeeper ensemble's URL) and build the library's lock objects */
   setup(urls: readonly string[], mode: Mode): Promise<void>;
   /** wait until `key` is held (the library's own retrying); rejects if its retry budget runs out */
   acquire(key: string): Promise<H>;
@@ -35,7 +36,7 @@ export interface CellSpec {
   workload: WorkloadId;
   library: string;
   mode: Mode;
-  /** the nodes the library uses: node 0 alone (single) or all five (redlock5) */
+  /** the nodes the library uses: node 0 alone (single), all five (redlock5), one etcd:// URL (etcd3) or one zk:// URL (zk3) */
   urls: string[];
   /** every node of the run: commands are counted over all of them */
   statsUrls: string[];
@@ -90,6 +91,7 @@ export interface CellResult extends Partial<WorkloadResult> {
   library: string;
   mode: Mode;
   status: CellStatus;
+  /** why it failed, or why it does not apply (n/a) */
   error?: string;
   /** wall time of the whole cell process, spawn to exit */
   wallMs: number;

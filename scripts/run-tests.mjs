@@ -1,6 +1,6 @@
 // Runs every test/**/*.test.ts file with Node's own test runner (through tsx).
 // Node 20's runner does not expand globs itself, hence this small launcher.
-// Extra arguments are passed through, e.g. `npm run test:only -- test/algorithm`.
+// Extra arguments are passed through, e.g. `npm run test:only -- test/redis`.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,7 +23,11 @@ if (files.length === 0) {
 spawnSync(process.execPath, ['scripts/embed-lua.mjs'], { stdio: 'inherit' });
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=120000', ...flags, ...files],
+  // --test-force-exit: a file whose tests have all ended exits then. Seen in full runs only: the etcd fault
+  // file's suite passed and its process then lingered until the 330 s timeout, kept alive by something in
+  // the gRPC client we could not pin down. That a process ends by itself after close() is fencelock's own
+  // promise, and test/process-exit.test.ts checks it (Redis, etcd, ZooKeeper) in a child that is not forced.
+  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=330000', '--test-force-exit', ...flags, ...files],
   { stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);

@@ -1,8 +1,7 @@
 // From a grant won on the nodes to a Lock the caller holds: one path for the mutex and every primitive.
-// The algorithm below (algorithm/) wins grants; this layer turns them into held locks the manager tracks,
-// so nothing under algorithm/ needs to know what a Lock is.
-import type { WaitResult } from './algorithm/wait.js';
-import { waitRounds, type HoldRequest, type RoundHost } from './algorithm/quorum-round.js';
+// A backend (redis/, etcd/) wins grants; this layer turns them into held locks the manager tracks, so no
+// backend needs to know what a Lock is.
+import type { Backend, WaitResult, Win } from './backend.js';
 import { InvalidArgumentError, LockError } from './errors.js';
 import { Lock, runWhileHeld, type LockHost } from './lock.js';
 import {
@@ -10,12 +9,15 @@ import {
   resolveWithLockOptions,
   type AcquireOptions,
   type ResolvedAcquire,
+  type ResolvedManagerOptions,
   type WithLockOptions,
 } from './options.js';
 
 /** What turning a grant into a held lock needs from the manager. */
 export interface HoldHost {
   readonly lockHost: LockHost;
+  /** the manager's options: the defaults of every call */
+  readonly options: ResolvedManagerOptions;
   /** aborts (reason: ManagerClosedError) when the manager closes */
   readonly closing: AbortSignal;
   /** the manager now holds this lock: close() releases it */
@@ -23,14 +25,8 @@ export interface HoldHost {
 }
 
 /** What the semaphore and the read-write lock need from their manager. Built once per manager. */
-export type PrimitiveHost = RoundHost & HoldHost;
-
-export function primitiveHost(parts: Omit<PrimitiveHost, 'reportNodeError'>): PrimitiveHost {
-  const { lockHost } = parts;
-  return {
-    ...parts,
-    reportNodeError: (node, error, operation, resources) => lockHost.emit('nodeError', { node: node.name, error, operation, resources }),
-  };
+export interface PrimitiveHost extends HoldHost {
+  readonly backend: Backend;
 }
 
 /**
@@ -54,21 +50,21 @@ export async function holdGrant(host: HoldHost, o: ResolvedAcquire, win: (signal
   return lock;
 }
 
-/** The rounds of one primitive's acquire call, held. */
-function hold(host: PrimitiveHost, request: HoldRequest, o: ResolvedAcquire): Promise<Lock> {
-  return holdGrant(host, o, (signal) => waitRounds(host, request, o, signal, (info) => host.lockHost.emit('retry', info)));
+/** One primitive's acquire call, held. */
+function hold(host: HoldHost, win: Win, o: ResolvedAcquire): Promise<Lock> {
+  return holdGrant(host, o, (signal) => win(o, signal, (info) => host.lockHost.emit('retry', info)));
 }
 
 /** acquire() of a primitive: rounds until one succeeds, waiting between them for a release notification or the backoff. */
-export function acquireHold(host: PrimitiveHost, request: HoldRequest, opts: AcquireOptions | undefined): Promise<Lock> {
-  return hold(host, request, resolveAcquireOptions(opts, host.redlock.options));
+export function acquireHold(host: HoldHost, win: Win, opts: AcquireOptions | undefined): Promise<Lock> {
+  return hold(host, win, resolveAcquireOptions(opts, host.options));
 }
 
 /** tryAcquire() of a primitive: one round; null when held, QuorumError when nodes failed. */
-export async function tryHold(host: PrimitiveHost, request: HoldRequest, opts: unknown): Promise<Lock | null> {
-  const o = { ...resolveAcquireOptions(opts, host.redlock.options), timeout: 0 };
+export async function tryHold(host: HoldHost, win: Win, opts: unknown): Promise<Lock | null> {
+  const o = { ...resolveAcquireOptions(opts, host.options), timeout: 0 };
   try {
-    return await hold(host, request, o);
+    return await hold(host, win, o);
   } catch (error) {
     if (error instanceof LockError && error.code === 'ACQUIRE_TIMEOUT') return null;
     throw error;
@@ -77,12 +73,12 @@ export async function tryHold(host: PrimitiveHost, request: HoldRequest, opts: u
 
 /** withLock for a primitive: acquire, keep extended while `fn` runs, always release; LockLostError if it was lost meanwhile. */
 export async function withHold<T>(
-  host: PrimitiveHost,
-  request: HoldRequest,
+  host: HoldHost,
+  win: Win,
   fn: (lock: Lock) => Promise<T> | T,
   opts: WithLockOptions | undefined,
 ): Promise<T> {
-  const o = resolveWithLockOptions(opts, host.redlock.options);
+  const o = resolveWithLockOptions(opts, host.options);
   if (typeof fn !== 'function') throw new InvalidArgumentError('a function to run while holding is required');
-  return runWhileHeld(await hold(host, request, o), fn);
+  return runWhileHeld(await hold(host, win, o), fn);
 }

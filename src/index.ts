@@ -1,7 +1,10 @@
 export { LockManager, ManagerClosedError, type LockInfo, type RedisClientInput } from './lock-manager.js';
+export type { EtcdClient, EtcdInput } from './etcd/index.js';
+export type { ZooKeeperClient, ZooKeeperInput } from './zookeeper/index.js';
 export { Lock, LockReleasedError, type ReleaseResult } from './lock.js';
 export { Semaphore, type SemaphoreOptions } from './semaphore/index.js';
 export { ReadWriteLock } from './rwlock/index.js';
+export { scheduleSingleton, type SingletonJob, type SingletonOptions } from './singleton.js';
 export {
   LockError,
   InvalidArgumentError,
@@ -12,7 +15,7 @@ export {
   NodeTimeoutError,
   type NodeFailure,
 } from './errors.js';
-export type { NodeDataState, NodeView } from './algorithm/replies.js';
+export type { NodeDataState, NodeView } from './backend.js';
 export type {
   AcquiredEvent,
   ExtendedEvent,

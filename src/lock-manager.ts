@@ -1,19 +1,17 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
-import { toNodes, type RedisNode } from './adapters/index.js';
-import { forceRelease, inspect } from './algorithm/admin.js';
-import { ReleaseNotifications } from './algorithm/notifications.js';
-import { Redlock } from './algorithm/redlock.js';
-import type { NodeView } from './algorithm/replies.js';
-import { Scheduler } from './algorithm/scheduler.js';
-import { acquireWaiting } from './algorithm/wait.js';
+import type { Backend, LockInfo } from './backend.js';
+import { createBackend } from './backends.js';
 import { monotonicNow } from './clock.js';
-import { InvalidArgumentError, LockError, QuorumError } from './errors.js';
+import type { EtcdInput } from './etcd/index.js';
+import type { ZooKeeperInput } from './zookeeper/index.js';
+import { InvalidArgumentError, LockError } from './errors.js';
 import type { LockEventListener, LockEventName, LockEvents } from './events.js';
 import { Lock, runWhileHeld, type LockHost } from './lock.js';
-import { holdGrant, primitiveHost, type HoldHost, type PrimitiveHost } from './hold.js';
+import { holdGrant, type HoldHost, type PrimitiveHost } from './hold.js';
 import { ReadWriteLock } from './rwlock/index.js';
 import { Semaphore, type SemaphoreOptions } from './semaphore/index.js';
 import { Telemetry, type ObservabilityOptions } from './observability/index.js';
+import { Scheduler } from './scheduler.js';
 import {
   checkLeaseTtl,
   resolveAcquireOptions,
@@ -28,38 +26,10 @@ import {
   type WithLockOptions,
 } from './options.js';
 
-/** What `inspect` reports for one resource. */
-export interface LockInfo {
-  /** the resource inspected */
-  readonly resource: string;
-  /** nodes needed for a quorum */
-  readonly quorum: number;
-  /** the owner token a quorum of nodes agrees on, or null */
-  readonly holder: string | null;
-  /** the largest fence counter any node reported */
-  readonly fence: bigint;
-  /** what each node said, in the order the clients were given */
-  readonly nodes: readonly NodeView[];
-}
+export type { LockInfo } from './backend.js';
 
 /** A client the manager accepts as one node: ioredis Redis/Cluster, node-redis client/cluster, or a redis:// URL. */
 export type RedisClientInput = string | object;
-
-/**
- * Connection errors repeat on every reconnect attempt while a node is down:
- * report a new message at once, the same one at most once a second.
- */
-function connectionErrorReporter(node: RedisNode, emit: (payload: LockEvents['nodeError'][0]) => void): (error: Error) => void {
-  let last = '';
-  let lastAt = -Infinity;
-  return (error) => {
-    const now = monotonicNow();
-    if (error.message === last && now - lastAt < 1_000) return;
-    last = error.message;
-    lastAt = now;
-    emit({ node: node.name, error, operation: 'connection', resources: [] });
-  };
-}
 
 /** Thrown by calls made after `close()`. */
 export class ManagerClosedError extends LockError {
@@ -75,9 +45,7 @@ export class ManagerClosedError extends LockError {
  */
 export class LockManager {
   readonly #options: ResolvedManagerOptions;
-  readonly #nodes: RedisNode[];
-  readonly #redlock: Redlock;
-  readonly #notifications: ReleaseNotifications;
+  readonly #backend: Backend;
   readonly #scheduler = new Scheduler(monotonicNow);
   readonly #events = new EventEmitter();
   readonly #held = new Set<Lock>();
@@ -88,42 +56,34 @@ export class LockManager {
   readonly #holdHost: HoldHost;
   readonly #telemetry: Telemetry;
 
-  constructor(clients: readonly RedisClientInput[], options?: LockManagerOptions & ObservabilityOptions) {
+  /**
+   * `clients`: Redis clients (ioredis, node-redis, `redis://` URLs), one per independent node; or an etcd3
+   * client, or an `etcd://host:port,host:port` URL, for a lock on an etcd cluster (see docs/etcd.md); or a
+   * node-zookeeper-client client, or a `zk://host:port,host:port` URL, for a ZooKeeper ensemble (docs/zookeeper.md).
+   */
+  constructor(clients: readonly RedisClientInput[] | EtcdInput | ZooKeeperInput, options?: LockManagerOptions & ObservabilityOptions) {
     this.#options = resolveManagerOptions(options);
     this.#telemetry = new Telemetry(options);
-    this.#nodes = toNodes(clients);
-    if (this.#options.waitForReplicas && this.#nodes.some((n) => !n.canWaitForReplicas))
-      throw new InvalidArgumentError(
-        'waitForReplicas needs to send WAIT to the master of each key: not possible through an ioredis Cluster client (use node-redis createCluster, or standalone primaries)',
-      );
-    this.#redlock = new Redlock(this.#nodes, this.#options, {
-      nodeError: (node, error, operation, resources) => this.#emit('nodeError', { node: node.name, error, operation, resources }),
-      nodeQuarantined: (node, left) => {
-        this.#telemetry.nodeQuarantined(node.name);
-        this.#emit('nodeQuarantined', { node: node.name, until: Date.now() + left });
-      },
-      nodeRepaired: (node, countersRaised, ms) => {
-        this.#telemetry.nodeRepaired(node.name, ms);
-        this.#emit('nodeRepaired', { node: node.name, countersRaised, ms });
-      },
-    });
-    const repairs = this.#redlock.repairs;
-    this.#telemetry.watchUntrusted(() => repairs.untrusted);
-    this.#notifications = new ReleaseNotifications(this.#nodes, this.#options.nodeTimeout);
-    for (const node of this.#nodes) node.onConnectionError = connectionErrorReporter(node, (error) => this.#emit('nodeError', error));
+    this.#backend = createBackend(
+      clients,
+      options,
+      this.#options,
+      { emit: (event, ...args) => this.#emit(event, ...args) },
+      this.#telemetry,
+    );
     this.#events.setMaxListeners(0);
     // Every waiting acquire listens on this signal: many waiters are normal, not a leak.
     setMaxListeners(0, this.#closing.signal);
     const held = this.#held;
     const telemetry = this.#telemetry;
-    const redlock = this.#redlock;
+    const backend = this.#backend;
     this.#host = {
-      lease: redlock,
-      nodeCount: redlock.nodes.length,
-      quorum: redlock.quorum,
-      roundTimeout: this.#options.nodeTimeout,
+      lease: backend.lease,
+      nodeCount: backend.nodeCount,
+      quorum: backend.quorum,
+      roundTimeout: backend.roundTimeout,
       checkTtl: (ttl) => checkLeaseTtl(ttl, this.#options),
-      releasedHere: (resource) => redlock.localWaiters.released(resource, redlock.nodes.length),
+      releasedHere: (resource) => backend.releasedHere(resource),
       scheduler: this.#scheduler,
       emit: (event, ...args) => this.#emit(event, ...args),
       // Only the first forget of a held lock ends it: a lost lock is forgotten again by its later release().
@@ -134,6 +94,7 @@ export class LockManager {
     };
     this.#holdHost = {
       lockHost: this.#host,
+      options: this.#options,
       closing: this.#closing.signal,
       track: (lock) => {
         held.add(lock);
@@ -144,7 +105,7 @@ export class LockManager {
 
   /** Nodes needed for a quorum: floor(N/2) + 1. */
   get quorum(): number {
-    return this.#redlock.quorum;
+    return this.#backend.quorum;
   }
 
   /** The resolved options, defaults filled in. */
@@ -194,26 +155,12 @@ export class LockManager {
 
   /** Per node: holder, remaining ms, waiters, fence counter and data state (restart quarantine), or the node's error. Read-only. */
   inspect(resource: string): Promise<LockInfo> {
-    return this.#start(async () => {
-      const name = resolveSingleResource(resource);
-      const nodes = await inspect(this.#redlock, name);
-      const votes = new Map<string, number>();
-      for (const n of nodes) if (n.owner !== null) votes.set(n.owner, (votes.get(n.owner) ?? 0) + 1);
-      const holder = [...votes].find(([, count]) => count >= this.quorum)?.[0] ?? null;
-      const fence = nodes.reduce((max, n) => (n.fence !== null && n.fence > max ? n.fence : max), 0n);
-      return { resource: name, quorum: this.quorum, holder, fence, nodes };
-    });
+    return this.#start(() => this.#backend.inspect(resolveSingleResource(resource)));
   }
 
   /** Admin: delete the lock on every node whoever holds it. Resolves with how many nodes had it. */
   forceRelease(resource: string): Promise<number> {
-    return this.#start(async () => {
-      const name = resolveSingleResource(resource);
-      const { deleted, failures } = await forceRelease(this.#redlock, name);
-      const answered = this.#nodes.length - failures.length;
-      if (answered < this.quorum) throw new QuorumError([name], 'forceRelease', answered, this.quorum, failures);
-      return deleted;
-    });
+    return this.#start(() => this.#backend.forceRelease(resolveSingleResource(resource)));
   }
 
   /** Stops timers and subscriptions, releases locks this manager still holds, closes only the connections it created. */
@@ -221,12 +168,8 @@ export class LockManager {
     this.#closed ??= (async () => {
       this.#closing.abort(new ManagerClosedError());
       await Promise.all([...this.#held].map((lock) => lock.release()));
-      // Waiters that close() interrupted leave their queues first: their places would block others until they lapse.
-      await this.#redlock.settle();
-      await this.#redlock.repairs.close();
+      await this.#backend.close();
       this.#scheduler.stop();
-      this.#notifications.clear();
-      await Promise.all(this.#nodes.map((node) => node.close().catch(() => undefined)));
     })();
     return this.#closed;
   }
@@ -255,9 +198,7 @@ export class LockManager {
   }
 
   #acquire(resources: readonly string[], o: ResolvedAcquire): Promise<Lock> {
-    return holdGrant(this.#holdHost, o, (signal) =>
-      acquireWaiting(this.#redlock, this.#notifications, resources, o, signal, (info) => this.#emit('retry', info)),
-    );
+    return holdGrant(this.#holdHost, o, (signal) => this.#backend.acquire(resources, o, signal, (info) => this.#emit('retry', info)));
   }
 
   /** A counting semaphore over this manager's nodes: at most `limit` permits held at once. InvalidArgumentError on bad input. */
@@ -272,7 +213,7 @@ export class LockManager {
 
   #primitives: PrimitiveHost | undefined;
   #primitiveHost(): PrimitiveHost {
-    this.#primitives ??= primitiveHost({ ...this.#holdHost, redlock: this.#redlock, notifications: this.#notifications });
+    this.#primitives ??= { ...this.#holdHost, backend: this.#backend };
     return this.#primitives;
   }
 

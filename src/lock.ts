@@ -1,6 +1,6 @@
 import { monotonicNow } from './clock.js';
-import type { Entry, Scheduler, Timed } from './algorithm/scheduler.js';
-import type { Grant, LeaseOps } from './algorithm/redlock.js';
+import type { Entry, Scheduler, Timed } from './scheduler.js';
+import type { Grant, LeaseOps } from './backend.js';
 import { LockError, LockLostError, nodeMessage } from './errors.js';
 import type { LockEvents } from './events.js';
 
@@ -74,6 +74,8 @@ export class Lock implements AsyncDisposable, Timed {
   #autoExtend = false;
   #extendUntil = Infinity;
   #extending: Promise<unknown> | undefined;
+  /** stops the store's loss watch (LeaseOps.watchLoss), when one runs */
+  #unwatch: (() => void) | undefined;
   #releasing: Promise<ReleaseResult> | undefined;
 
   /** @internal Created by LockManager. */
@@ -141,6 +143,7 @@ export class Lock implements AsyncDisposable, Timed {
     const wasHeld = this.#state === 'held';
     this.#state = 'released';
     this.#stopTimers();
+    this.#unwatch?.();
     if (wasHeld) this.#abort(() => new LockReleasedError(this.resources));
     this.#releasing = this.#ops().release(this.#grant).then((result) => {
       this.#host.forget(this);
@@ -168,6 +171,8 @@ export class Lock implements AsyncDisposable, Timed {
     this.#autoExtend = true;
     this.#extendUntil = monotonicNow() + maxHold;
     this.#planExtension(this.#grant.ttl / 3);
+    // A store that can say at once that the grant is gone (etcd: its key deleted) is listened to meanwhile.
+    this.#unwatch = this.#ops().watchLoss?.(this.#grant, (reason) => void this.#lose(reason));
   }
 
   /** @internal The scheduler's wake-up: extend if due, lose the lock if its validity ran out. */
@@ -250,6 +255,7 @@ export class Lock implements AsyncDisposable, Timed {
     this.#state = 'lost';
     this.#lostError = error;
     this.#stopTimers();
+    this.#unwatch?.();
     this.#abort(error);
     this.#host.forget(this);
     this.#host.emit('lost', { resources: this.resources, fence: this.fence, error });

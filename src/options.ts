@@ -125,6 +125,18 @@ const MAX_TTL = 2 ** 31 - 1;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** The validity arithmetic's one constant part: how much a lease loses to clock drift. */
+/** Options that only mean something for Redis (its clocks, its restarts, its nodes, its replicas). */
+const REDIS_ONLY = ['driftFactor', 'restartQuarantine', 'nodeTimeout', 'waitForReplicas'] as const;
+
+/**
+ * For a consensus store (etcd, ZooKeeper): a Redis-only option given explicitly is a mistake worth saying
+ * (InvalidArgumentError, `why` saying what takes its place), not something to ignore silently.
+ */
+export function rejectRedisOnlyOptions(given: LockManagerOptions | undefined, why: string): void {
+  for (const name of REDIS_ONLY)
+    if (given && given[name] !== undefined) throw new InvalidArgumentError(`${name} only applies to Redis; ${why}`);
+}
+
 export function driftOf(ttl: number, driftFactor: number): number {
   return Math.floor(ttl * driftFactor) + 2;
 }

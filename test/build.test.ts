@@ -22,7 +22,9 @@ const MAIN_EXPORTS = [
   'LockLostError',
   'NodeError',
   'NodeTimeoutError',
+  'scheduleSingleton',
 ];
+const PG_EXPORTS = ['claimFence', 'fencedTransaction', 'transaction', 'fenceTableSql', 'pruneFences', 'StaleFenceError'];
 const TESTING_EXPORTS = [
   'LocalRedisNode',
   'LocalRedisNodes',
@@ -156,6 +158,25 @@ describe('built package', () => {
       invalid: { code: 'INVALID_ARGUMENT', isLockError: true, name: 'InvalidArgumentError' },
       hierarchy: true,
     });
+  });
+
+  test("'fencelock/pg' resolves to the ESM and the CommonJS build, with no database driver of its own", async () => {
+    const esm = await node(
+      project,
+      'module',
+      `import * as pg from 'fencelock/pg'; console.log(JSON.stringify({ url: import.meta.resolve('fencelock/pg'), names: ${describeExports('pg')} }));`,
+    );
+    const cjs = await node(
+      project,
+      'commonjs',
+      `const pg = require('fencelock/pg'); console.log(JSON.stringify({ url: require.resolve('fencelock/pg'), names: ${describeExports('pg')} }));`,
+    );
+    assert.match(String(esm.url), /\/dist\/esm\/pg\/index\.js$/);
+    assert.match(String(cjs.url), /\/dist\/cjs\/pg\/index\.js$/);
+    for (const n of PG_EXPORTS) {
+      assert.equal((esm.names as Record<string, string>)[n], 'function', n);
+      assert.equal((cjs.names as Record<string, string>)[n], 'function', n);
+    }
   });
 
   test("require('fencelock') and require('fencelock/testing') resolve to the CommonJS build, and work", async () => {

@@ -1,6 +1,7 @@
-// The layers of src/ stay layered: the algorithm (and the client adapters below it) wins grants and never
-// reaches up to the held-lock layer (lock.ts, hold.ts), the manager or the primitives; and no module imports
-// itself back through others (a cycle).
+// The layers of src/ stay layered: a backend (redis/, etcd/, zookeeper/) wins grants and never reaches up to the
+// held-lock layer (lock.ts, hold.ts), the manager or the primitives; what is above the backends reaches them
+// only through backend.ts and the one place that picks a backend (backends.ts), so a new backend needs no
+// `if (etcd)` anywhere above it; and no module imports itself back through others (a cycle).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -27,13 +28,35 @@ function importsOf(file: string): string[] {
 const files = sources();
 const graph = new Map(files.map((f) => [f, importsOf(f)]));
 
-test('the algorithm and the adapters never import the layers above them', () => {
-  const below = files.filter((f) => f.startsWith(`algorithm${path.sep}`) || f.startsWith(`adapters${path.sep}`));
-  assert.ok(below.length > 10, 'the algorithm and adapter files are found');
+const BACKENDS = ['redis', 'etcd', 'zookeeper'];
+const inBackend = (f: string): boolean => BACKENDS.some((b) => f.startsWith(`${b}${path.sep}`));
+
+test('the backends never import the layers above them', () => {
+  const below = files.filter(inBackend);
+  assert.ok(below.length > 20, 'the backend files are found');
   const above = (f: string): boolean =>
     ['lock.ts', 'hold.ts', 'lock-manager.ts', 'index.ts'].includes(f) || /^(semaphore|rwlock|cli)[/\\]/.test(f);
   const upward = below.flatMap((f) => (graph.get(f) ?? []).filter(above).map((to) => `${f} -> ${to}`));
   assert.deepEqual(upward, []);
+});
+
+test('above the backends, only backends.ts (which picks one) imports from inside a backend', () => {
+  const above = files.filter((f) => !inBackend(f) && f !== 'backends.ts' && !f.startsWith(`testing${path.sep}`));
+  // A backend's entry point is fine: the manager's signature (what it accepts), the CLI's URL checks.
+  const entryPoints = BACKENDS.map((b) => path.join(b, 'index.ts'));
+  const reaching = above.flatMap((f) =>
+    (graph.get(f) ?? []).filter((to) => inBackend(to) && !entryPoints.includes(to)).map((to) => `${f} -> ${to}`),
+  );
+  assert.deepEqual(reaching, []);
+});
+
+test('the backends never import each other: each reads top to bottom on its own', () => {
+  const across = files
+    .filter(inBackend)
+    .flatMap((f) =>
+      (graph.get(f) ?? []).filter((to) => inBackend(to) && to.split(path.sep)[0] !== f.split(path.sep)[0]).map((to) => `${f} -> ${to}`),
+    );
+  assert.deepEqual(across, []);
 });
 
 test('no import cycles in src/', () => {

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { InvalidArgumentError, LockError, LockManager, type Lock, type LockManagerOptions } from '../src/index.js';
-import { keysFor } from '../src/keys.js';
+import { keysFor } from '../src/redis/keys.js';
 import { startRedisNode, type LocalRedisNode } from '../src/testing/index.js';
 
 type NodeRedisClient = ReturnType<typeof createClient>;

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { requireEtcd, requireZooKeeper } from './support/optional.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const EXIT_WITHIN_MS = 10_000;
@@ -27,8 +28,12 @@ const alive = (pid: number): boolean => {
   }
 };
 
+/** The PIDs of the servers a fixture started (`redisPid`, or `serverPids` for several). */
+const serverPids = (lines: ReadonlyArray<Record<string, unknown>>): number[] =>
+  lines.flatMap((l) => [l.redisPid, ...((l.serverPids as unknown[] | undefined) ?? [])]).filter((p): p is number => typeof p === 'number');
+
 /** Runs a fixture; if it has not exited after EXIT_WITHIN_MS, ends it (and its redis-server) and reports that. */
-function runFixture(name: string): Promise<ChildResult & { timedOut: boolean }> {
+function runFixture(name: string, exitWithinMs = EXIT_WITHIN_MS): Promise<ChildResult & { timedOut: boolean }> {
   const started = performance.now();
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'test', 'fixtures', name)], {
     cwd: repo,
@@ -49,14 +54,11 @@ function runFixture(name: string): Promise<ChildResult & { timedOut: boolean }> 
       timedOut = true;
       child.kill('SIGTERM'); // the child's fencelock/testing stops its redis-server on SIGTERM
       setTimeout(() => child.kill('SIGKILL'), 3_000).unref();
-    }, EXIT_WITHIN_MS);
+    }, exitWithinMs);
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
       // never leave a redis-server behind, even if the child was killed hard
-      for (const line of lines()) {
-        const pid = line.redisPid;
-        if (typeof pid === 'number' && alive(pid)) process.kill(pid, 'SIGKILL');
-      }
+      for (const pid of serverPids(lines())) if (alive(pid)) process.kill(pid, 'SIGKILL');
       // stdout may still hold the last line when 'exit' fires: wait for 'close'
       const finish = (): void => resolve({ code, signal, ms: performance.now() - started, lines: lines(), stderr, timedOut });
       if (child.stdout.readableEnded) finish();
@@ -71,8 +73,9 @@ function assertExitedByItself(r: ChildResult & { timedOut: boolean }): Record<st
   assert.equal(r.code, 0, `exit code ${r.code}\n${r.stderr}`);
   const result = r.lines.find((l) => l.done === true);
   assert.ok(result, `the child never reported done; stderr:\n${r.stderr}`);
-  const pid = r.lines.find((l) => typeof l.redisPid === 'number')?.redisPid as number;
-  assert.equal(alive(pid), false, 'its redis-server is gone');
+  const pids = serverPids(r.lines);
+  assert.ok(pids.length > 0, 'the child reported its servers');
+  for (const pid of pids) assert.equal(alive(pid), false, `its server ${pid} is gone`);
   return result;
 }
 
@@ -95,4 +98,16 @@ describe('process exit', () => {
     assert.deepEqual(result.outcomes, ['CLOSED', 'CLOSED']);
     assert.equal(result.stillHeld, true, "closing the waiters did not touch the holder's lock");
   });
+
+  test(
+    'after close(), a process with etcd and ZooKeeper managers (loss watches, woken and closed waiters) ends by itself',
+    { skip: requireEtcd('etcd (process exit)') || requireZooKeeper('ZooKeeper (process exit)') },
+    async () => {
+      const result = assertExitedByItself(await runFixture('exit-after-close-consensus.ts', 60_000));
+      const fences = (result.fences as string[]).map(BigInt);
+      assert.equal(fences.length, 4);
+      assert.ok(fences[1]! > fences[0]! && fences[3]! > fences[2]!, `fences ${fences.join(', ')}`);
+      assert.deepEqual(result.outcomes, ['CLOSED', 'CLOSED'], 'a waiter of a closed manager is told');
+    },
+  );
 });

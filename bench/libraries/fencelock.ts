@@ -35,8 +35,13 @@ export function createFencelock(
   };
   return {
     name,
-    async setup(urls) {
+    async setup(urls, mode) {
       const { LockManager } = await load();
+      if (mode === 'etcd3' || mode === 'zk3') {
+        // The etcd and ZooKeeper backends take one URL and refuse the Redis-only options (nodeTimeout, driftFactor).
+        manager = new LockManager(urls[0] as string, { ttl: TTL, acquireTimeout: ACQUIRE_TIMEOUT, retry: settings.retry });
+        return;
+      }
       const options = {
         ttl: TTL,
         acquireTimeout: ACQUIRE_TIMEOUT,

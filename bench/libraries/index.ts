@@ -7,13 +7,15 @@ export interface LibraryEntry {
   pkg: string;
   /** has auto-extension: takes part in W5 */
   autoExtend: boolean;
+  /** runs on etcd and ZooKeeper too: takes part in the etcd3 and zk3 modes */
+  consensus?: true;
   /** an earlier fencelock, built from git on first use (bench/previous.ts): not part of a --quick smoke run */
   previous?: true;
   load(): Promise<LibraryModule>;
 }
 
 export const LIBRARIES: readonly LibraryEntry[] = [
-  { id: 'fencelock/ioredis', pkg: 'fencelock', autoExtend: true, load: () => import('./fencelock-ioredis.js') },
+  { id: 'fencelock/ioredis', pkg: 'fencelock', autoExtend: true, consensus: true, load: () => import('./fencelock-ioredis.js') },
   { id: 'fencelock/node-redis', pkg: 'fencelock', autoExtend: true, load: () => import('./fencelock-node-redis.js') },
   { id: 'fencelock/ioredis@previous', pkg: 'fencelock', autoExtend: true, previous: true, load: () => import('./fencelock-previous.js') },
   { id: 'raw-floor', pkg: 'ioredis', autoExtend: false, load: () => import('./raw-floor.js') },
@@ -31,6 +33,17 @@ export function libraryEntry(id: string): LibraryEntry {
   const entry = LIBRARIES.find((l) => l.id === id);
   if (!entry) throw new Error(`unknown library ${id}; known: ${LIBRARIES.map((l) => l.id).join(', ')}`);
   return entry;
+}
+
+/** Why a cell does not apply (status n/a), or undefined when it runs. */
+export function notApplicable(lib: LibraryEntry, workload: string, mode: string): string | undefined {
+  if ((mode === 'etcd3' || mode === 'zk3') && !lib.consensus) return 'Redis only';
+  // 10,000 held locks on etcd are 10,000 leases renewed every second: a load test of etcd, not of the client.
+  if (mode === 'etcd3' && workload === 'W5') return 'not measured on etcd';
+  // The same on ZooKeeper: 10,000 ephemeral znodes and their watches, one session renewed by pings.
+  if (mode === 'zk3' && workload === 'W5') return 'not measured on ZooKeeper';
+  if (workload === 'W5' && !lib.autoExtend) return 'no auto-extension';
+  return undefined;
 }
 
 export async function createLibrary(id: string, ctx: LibraryContext): Promise<LockLibrary> {

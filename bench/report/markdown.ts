@@ -78,7 +78,8 @@ const COLUMNS: Record<WorkloadId, Column[]> = {
 };
 
 export function workloadTable(report: RunReport, workload: WorkloadId): string {
-  const cells = report.cells.filter((c) => c.workload === workload);
+  // A Redis-only library has no etcd or ZooKeeper row worth a line: the note above the tables says so once.
+  const cells = report.cells.filter((c) => c.workload === workload && !(c.status === 'n/a' && (c.mode === 'etcd3' || c.mode === 'zk3')));
   if (cells.length === 0) return '';
   const cols = COLUMNS[workload];
   const head = `| library | mode | ${cols.map((c) => c.head).join(' | ')} |`;
@@ -86,7 +87,7 @@ export function workloadTable(report: RunReport, workload: WorkloadId): string {
   const rows = cells.map((c) => {
     const mode = MODE_LABEL[c.mode];
     if (c.status !== 'ok') {
-      const why = c.status === 'n/a' ? 'n/a: no auto-extension' : `**failed**: ${firstLine(c.error).replace(/\|/g, '\\|')}`;
+      const why = c.status === 'n/a' ? `n/a: ${c.error ?? 'no auto-extension'}` : `**failed**: ${firstLine(c.error).replace(/\|/g, '\\|')}`;
       return `| ${c.library} | ${mode} | ${why} |${cols
         .slice(1)
         .map(() => ' |')

@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline/promises';
-import { LockManager, type NodeView } from '../index.js';
+import type { LockManager, NodeView } from '../index.js';
 import { startRedisNodes } from '../testing/index.js';
+import { lockManager } from './lock-store.js';
 import { CliError, colours, table, toJson } from './output.js';
 
 /** `fencelock nodes start`: local nodes in the foreground until Ctrl-C. */
@@ -35,6 +36,9 @@ export function nodeState(n: NodeView, c: ReturnType<typeof colours>): string {
   return n.state ?? '';
 }
 
+/** A holder's remaining lease for people: -1 is a lease with no expiry of its own (ZooKeeper: the holder's session). */
+export const remaining = (ms: number): string => (ms < 0 ? 'until released' : `${ms} ms`);
+
 /** `fencelock inspect <resource>`: per node holder, remaining ms, waiters, fence counter and node state, or error. */
 export async function inspect(resource: string, o: { nodes: string[]; json: boolean; prefix?: string }): Promise<number> {
   const locks = manager(o.nodes, o.prefix);
@@ -52,7 +56,7 @@ export async function inspect(resource: string, o: { nodes: string[]; json: bool
           rows.push([
             n.node,
             n.owner ?? c('dim', '(free)'),
-            n.owner ? `${n.remaining} ms` : '',
+            n.owner ? remaining(n.remaining) : '',
             String(n.waiters),
             String(n.fence),
             nodeState(n, c),
@@ -102,9 +106,20 @@ export async function release(
   }
 }
 
-export function manager(nodes: readonly string[], prefix?: string): LockManager {
+/**
+ * A manager on the command's target: Redis nodes, or one `etcd://` (--etcd) or `zk://` (--zk) URL. Bad input
+ * is usage (exit 2). The default suits read-only commands (a patient nodeTimeout, for Redis nodes); `run`
+ * passes its own ttl and keeps the default.
+ */
+export function manager(
+  nodes: readonly string[],
+  prefix?: string,
+  options: { ttl: number; nodeTimeout?: number } = { ttl: 30_000, nodeTimeout: 1_000 },
+): LockManager {
+  const keyPrefix = prefix === undefined ? {} : { keyPrefix: prefix };
+  const { nodeTimeout, ...common } = options;
   try {
-    return new LockManager([...nodes], { nodeTimeout: 1_000, ttl: 30_000, ...(prefix === undefined ? {} : { keyPrefix: prefix }) });
+    return lockManager(nodes, { ...common, ...keyPrefix }, nodeTimeout === undefined ? {} : { nodeTimeout });
   } catch (error) {
     throw new CliError((error as Error).message, 2);
   }

@@ -4,7 +4,8 @@
 // (SIGTERM, then SIGKILL after --grace) and fencelock exits with LOCK_LOST.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
-import { LockError, LockManager, type Lock } from '../index.js';
+import { LockError, type Lock } from '../index.js';
+import { manager } from './commands.js';
 import { EXIT } from './exit-codes.js';
 import { toJsonLine } from './output.js';
 
@@ -29,7 +30,7 @@ export async function run(resource: string, command: readonly string[], o: RunOp
   const say = (text: string): void => {
     if (!o.json) process.stderr.write(`fencelock: ${text}\n`);
   };
-  const locks = new LockManager([...o.nodes], { ttl: o.ttl, ...(o.prefix ? { keyPrefix: o.prefix } : {}) });
+  const locks = manager(o.nodes, o.prefix || undefined, { ttl: o.ttl });
   // From the start: a signal while waiting ends the wait (exit 128 + N); while the command runs, it is forwarded.
   const signals = new Signals();
   try {

@@ -2,7 +2,7 @@
 // resource (read-only) and shows the holder a quorum agrees on, its remaining lease, the fence, the
 // waiters and how the nodes are doing; in place on a terminal, as lines (or JSON lines) otherwise.
 import type { LockInfo } from '../index.js';
-import { manager, nodeState } from './commands.js';
+import { manager, nodeState, remaining } from './commands.js';
 import { EXIT } from './exit-codes.js';
 import { colours, table, toJsonLine } from './output.js';
 
@@ -46,7 +46,7 @@ function render(infos: readonly LockInfo[], at: string, o: WatchOptions): string
   const rows = [['resource', 'holder', 'remaining', 'fence', 'waiters', 'nodes'].map((h) => c('bold', h))];
   for (const info of infos) {
     const holding = info.nodes.filter((n) => info.holder !== null && n.owner === info.holder);
-    const remaining = holding.length > 0 ? `${Math.min(...holding.map((n) => n.remaining))} ms` : '';
+    const left = holding.length > 0 ? remaining(Math.min(...holding.map((n) => n.remaining))) : '';
     const waiters = Math.max(0, ...info.nodes.map((n) => n.waiters));
     const up = info.nodes.filter((n) => !n.error).length;
     const odd = info.nodes
@@ -56,7 +56,7 @@ function render(infos: readonly LockInfo[], at: string, o: WatchOptions): string
     rows.push([
       info.resource,
       info.holder ?? c('dim', '(free)'),
-      remaining,
+      left,
       String(info.fence),
       String(waiters),
       up < info.quorum ? c('red', health) : health,

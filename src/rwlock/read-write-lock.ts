@@ -1,8 +1,7 @@
-import type { HoldRequest } from '../algorithm/quorum-round.js';
+import type { Win } from '../backend.js';
 import { acquireHold, tryHold, withHold, type PrimitiveHost } from '../hold.js';
 import type { Lock } from '../lock.js';
 import { resolveSingleResource, type AcquireOptions, type WithLockOptions } from '../options.js';
-import { rwKeys, rwRequest } from './protocol.js';
 
 /**
  * A read-write lock: many readers or one writer. Writer preference: a writer
@@ -55,7 +54,7 @@ export class ReadWriteLock {
     return withHold(this.#host, this.#request('write'), fn, opts);
   }
 
-  #request(mode: 'read' | 'write'): HoldRequest {
-    return rwRequest(this.#host, rwKeys(this.#host.redlock.options.keyPrefix, this.name), mode);
+  #request(mode: 'read' | 'write'): Win {
+    return this.#host.backend.readWrite(this.name, mode);
   }
 }

@@ -1,9 +1,8 @@
-import type { HoldRequest } from '../algorithm/quorum-round.js';
+import type { Win } from '../backend.js';
 import { acquireHold, tryHold, withHold, type PrimitiveHost } from '../hold.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { Lock } from '../lock.js';
 import { resolveSingleResource, show, type AcquireOptions, type WithLockOptions } from '../options.js';
-import { permitRequest, semaphoreKeys } from './protocol.js';
 
 /** Options of `locks.semaphore(name, options)`. */
 export interface SemaphoreOptions {
@@ -58,7 +57,7 @@ export class Semaphore {
     return withHold(this.#host, this.#request(), fn, opts);
   }
 
-  #request(): HoldRequest {
-    return permitRequest(this.#host, semaphoreKeys(this.#host.redlock.options.keyPrefix, this.name), this.limit);
+  #request(): Win {
+    return this.#host.backend.semaphore(this.name, this.limit);
   }
 }

@@ -3,7 +3,7 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { findBinary, freePort, HOST, releasePort, ServerProcess, sleep } from './processes.js';
+import { findBinary, freePort, HOST, LocalServer, releasePort, sleep } from './processes.js';
 
 /** Options of `startEtcdCluster`. */
 export interface StartEtcdOptions {
@@ -40,22 +40,45 @@ interface MemberStatus {
 }
 
 /** A POST to a member's gRPC gateway; undefined when it does not answer (down, paused, no leader yet). */
-async function gateway<T>(clientUrl: string, route: string, timeoutMs: number): Promise<T | undefined> {
+async function gateway<T>(clientUrl: string, route: string, timeoutMs: number, body: object = {}): Promise<T | undefined> {
   try {
-    const res = await fetch(`${clientUrl}${route}`, { method: 'POST', body: '{}', signal: AbortSignal.timeout(timeoutMs) });
+    const res = await fetch(`${clientUrl}${route}`, { method: 'POST', body: JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
     return res.ok ? ((await res.json()) as T) : undefined;
   } catch {
     return undefined;
   }
 }
 
+/**
+ * A membership change through `peer`'s gateway, tried again while etcd refuses it for a cluster that is still
+ * settling (a leader election, a member just removed); bounded by `timeoutMs`.
+ */
+async function reconfigure(peer: LocalEtcdMember, route: string, body: object, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`${peer.clientUrl}${route}`, {
+        method: 'POST',
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(5_000),
+      });
+      if (res.ok) return;
+      last = `${res.status} ${await res.text()}`;
+    } catch (error) {
+      last = String(error);
+    }
+    await sleep(200);
+  }
+  throw new Error(`etcd ${route} through ${peer.name} failed within ${timeoutMs} ms: ${last}`);
+}
+
 /** An etcd member process the tests can crash, hang and bring back with its data. */
-export class LocalEtcdMember {
+export class LocalEtcdMember extends LocalServer {
   /** `http://127.0.0.1:<client port>`: what clients connect to */
   readonly clientUrl: string;
   /** `http://127.0.0.1:<peer port>`: what the other members connect to */
   readonly peerUrl: string;
-  readonly #process: ServerProcess;
   #stopped = false;
 
   /** @internal use startEtcdCluster() */
@@ -72,34 +95,9 @@ export class LocalEtcdMember {
     private readonly token: string,
     private readonly args: readonly string[],
   ) {
+    super(`etcd member ${name}`);
     this.clientUrl = `http://${HOST}:${clientPort}`;
     this.peerUrl = `http://${HOST}:${peerPort}`;
-    this.#process = new ServerProcess(`etcd member ${name}`);
-  }
-
-  /** the process id while it runs */
-  get pid(): number | undefined {
-    return this.#process.pid;
-  }
-
-  /** whether the process is alive (paused included) */
-  isRunning(): boolean {
-    return this.#process.isRunning();
-  }
-
-  /** Default SIGKILL: a crash. Resolves once the process is really gone; its data dir stays. */
-  kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
-    return this.#process.kill(signal);
-  }
-
-  /** SIGSTOP: a hung member (connections stay open, nothing answers; the others elect a leader without it). */
-  pause(): void {
-    this.#process.pause();
-  }
-
-  /** SIGCONT: a paused member answers again. */
-  resume(): void {
-    this.#process.resume();
   }
 
   /** Crash and bring back on the same ports with its data: it rejoins the cluster as the same member. */
@@ -120,7 +118,7 @@ export class LocalEtcdMember {
 
   /** @internal whether it answers, and whether it is the leader; undefined if it does not answer. */
   async status(timeoutMs = 1_000): Promise<{ leader: boolean } | undefined> {
-    if (this.#process.paused || !this.#process.isRunning()) return undefined;
+    if (this.process.paused || !this.process.isRunning()) return undefined;
     const s = await gateway<MemberStatus>(this.clientUrl, '/v3/maintenance/status', timeoutMs);
     if (!s?.header?.member_id || !s.leader || s.leader === '0') return undefined;
     return { leader: s.leader === s.header.member_id };
@@ -139,7 +137,7 @@ export class LocalEtcdMember {
       ...this.args,
     ];
     // A binary that cannot run shows as a member that is not running: the leader wait says so, with the logs.
-    await this.#process.start(findEtcd(), argv, this.dir);
+    await this.process.start(findEtcd(), argv, this.dir);
   }
 
   /** @internal the last lines of its logs, for a start that failed */
@@ -186,6 +184,26 @@ export class LocalEtcdCluster implements AsyncDisposable {
       await sleep(50);
     }
     throw new Error(`no etcd leader within ${timeoutMs} ms`);
+  }
+
+  /**
+   * `member` crashes (SIGKILL), loses its data dir, and comes back empty as a new member on the same ports:
+   * removed from the cluster and added again through a running member (etcd refuses an empty data dir under
+   * the old member id), then it catches up by Raft. Resolves once the cluster has a leader again.
+   */
+  async restartEmpty(member: LocalEtcdMember, timeoutMs = 20_000): Promise<void> {
+    await member.kill();
+    const peer = this.members.find((m) => m !== member && m.isRunning());
+    if (!peer) throw new Error('no running member to remove and re-add the restarted one through');
+    await this.waitForLeader(timeoutMs);
+    const list = await gateway<{ members?: Array<{ ID?: string; name?: string }> }>(peer.clientUrl, '/v3/cluster/member/list', 5_000);
+    const id = list?.members?.find((m) => m.name === member.name)?.ID;
+    if (!id) throw new Error(`etcd member ${member.name} is not in the member list`);
+    await reconfigure(peer, '/v3/cluster/member/remove', { ID: id }, timeoutMs);
+    await rm(path.join(member.dir, 'data'), { recursive: true, force: true });
+    await reconfigure(peer, '/v3/cluster/member/add', { peerURLs: [member.peerUrl] }, timeoutMs);
+    await member.spawn(true);
+    await this.waitForLeader(timeoutMs);
   }
 
   /** Stops every member (by its own pid) and removes its directory. */

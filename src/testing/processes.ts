@@ -1,5 +1,5 @@
 // What every throw-away server of fencelock/testing shares: free loopback ports that parallel starts never
-// share (and never a developer's real server: 6379, 2379, 2380), the binary found on PATH or in an env var,
+// share (and never a developer's real server: 6379, 2379, 2380, 2181, 2888, 3888), the binary found on PATH or in an env var,
 // children signalled only through their own PIDs, and no child outliving this process however it ends.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, rmSync } from 'node:fs';
@@ -154,6 +154,50 @@ export class ServerProcess {
   }
 }
 
+/**
+ * What every local server of fencelock/testing (a Redis node, an etcd member, a ZooKeeper server) offers over
+ * its process: its PID, and the process faults a test injects. Each signal goes to its own PID only.
+ */
+export abstract class LocalServer {
+  /** @internal the server's process */
+  protected readonly process: ServerProcess;
+
+  /** `what` names the server in errors (`redis node redis://127.0.0.1:7001`, `etcd member m0`). */
+  protected constructor(what: string) {
+    this.process = new ServerProcess(what);
+  }
+
+  /** the process id while it runs */
+  get pid(): number | undefined {
+    return this.process.pid;
+  }
+
+  /** whether the process is alive (paused included) */
+  isRunning(): boolean {
+    return this.process.isRunning();
+  }
+
+  /** whether it is stopped by `pause()` */
+  get paused(): boolean {
+    return this.process.paused;
+  }
+
+  /** Default SIGKILL: a crash, nothing flushed. Resolves once the process is really gone; its data dir stays. */
+  kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    return this.process.kill(signal);
+  }
+
+  /** SIGSTOP: a hung server (connections stay open, nothing answers). */
+  pause(): void {
+    this.process.pause();
+  }
+
+  /** SIGCONT: a paused server answers again. */
+  resume(): void {
+    this.process.resume();
+  }
+}
+
 /** The first executable of `$envVar`, else `name` on PATH; undefined if there is none. */
 export function findBinary(envVar: string, name: string): { file: string | undefined; fromEnv: string | undefined } {
   const fromEnv = process.env[envVar];
@@ -175,18 +219,20 @@ export function findBinary(envVar: string, name: string): { file: string | undef
 }
 
 // Ports our own servers hold, so parallel starts never share one; the defaults of a developer's real Redis
-// (6379, its cluster bus 16379) and etcd (2379 client, 2380 peer) are never handed out.
-const takenPorts = new Set<number>([6379, 16379, 2379, 2380]);
+// (6379, its cluster bus 16379, Sentinel's 26379), etcd (2379 client, 2380 peer) and ZooKeeper (2181 client,
+// 2888 quorum, 3888 leader election) are never handed out.
+const RESERVED_PORTS: readonly number[] = [6379, 2379, 2380, 2181, 2888, 3888];
+const takenPorts = new Set<number>([...RESERVED_PORTS, 16379, 26379]);
 
 /** Whether `port` is one a real server of a developer's machine would use by default. */
-export const isReservedPort = (port: number): boolean => [6379, 2379, 2380].includes(port);
+export const isReservedPort = (port: number): boolean => RESERVED_PORTS.includes(port);
 
 export function reservePort(port: number): void {
   takenPorts.add(port);
 }
 
 export function releasePort(port: number): void {
-  if (!isReservedPort(port) && port !== 16379) takenPorts.delete(port);
+  if (!isReservedPort(port) && port !== 16379 && port !== 26379) takenPorts.delete(port);
 }
 
 /** Binds `port` (0: any) on loopback and gives it back: the port the OS chose, or undefined if it is in use. */

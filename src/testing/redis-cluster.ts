@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { clusterKeySlot } from '../keys.js';
+import { clusterKeySlot } from '../redis/keys.js';
 import { findRedisServer, startRedisNodes, type LocalRedisNode, type StartRedisOptions } from './redis-nodes.js';
 
 /** Options of `startRedisCluster`: how many masters and replicas, and the redis-server options of each node. */

@@ -1,11 +1,11 @@
 // Throw-away redis-server processes for tests, the demo and users' own tests.
 // Every node owns a random loopback port and a temp dir, and is only ever
 // signalled through its own PID, so it can never disturb a Redis it did not start.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { findBinary, freePort, HOST, isAlive, isReservedPort, releasePort, reservePort, ServerProcess, sleep } from './processes.js';
+import { findBinary, freePort, HOST, isAlive, isReservedPort, LocalServer, releasePort, reservePort, sleep } from './processes.js';
 
 /** Options of `startRedisNode(s)`: how each throw-away redis-server is started. */
 export interface StartRedisOptions {
@@ -29,6 +29,15 @@ export interface StartRedisOptions {
    * so a restarted node rejoins its cluster under the same node ID, with or without its data.
    */
   cluster?: boolean;
+}
+
+/**
+ * @internal what startRedisSentinel (redis-sentinel.ts) adds: the node runs as a Sentinel
+ * (`redis-server <dir>/sentinel.conf --sentinel`), the file written from these lines on its first start and
+ * kept across restart(), where Sentinel records what it learned (the current primary, the other sentinels).
+ */
+export interface SentinelNodeOptions extends StartRedisOptions {
+  sentinelConfig?: readonly string[];
 }
 
 /** Redis Cluster's node-to-node bus listens on the client port + 10000. */
@@ -78,12 +87,11 @@ async function logTail(dir: string): Promise<string> {
 }
 
 /** A redis-server child process the tests can crash, hang and bring back at will. */
-export class LocalRedisNode {
+export class LocalRedisNode extends LocalServer {
   /** always loopback: 127.0.0.1 */
   readonly host = HOST;
   /** `redis://127.0.0.1:<port>` */
   readonly url: string;
-  readonly #process: ServerProcess;
   #stopped = false;
 
   /** @internal use startRedisNode() */
@@ -92,37 +100,12 @@ export class LocalRedisNode {
     readonly port: number,
     /** its temporary working directory (log, and data when persistence is on) */
     readonly dir: string,
-    private readonly opts: StartRedisOptions,
+    private readonly opts: SentinelNodeOptions,
   ) {
+    super(`redis node redis://${HOST}:${port}`);
     this.url = `redis://${HOST}:${port}`;
-    this.#process = new ServerProcess(`redis node ${this.url}`);
     reservePort(port);
     if (opts.cluster) reservePort(port + CLUSTER_BUS_OFFSET);
-  }
-
-  /** the process id while it runs */
-  get pid(): number | undefined {
-    return this.#process.pid;
-  }
-
-  /** whether the process is alive (paused included) */
-  isRunning(): boolean {
-    return this.#process.isRunning();
-  }
-
-  /** Default SIGKILL: a crash, nothing flushed or said goodbye. Resolves once the process is really gone. */
-  kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
-    return this.#process.kill(signal);
-  }
-
-  /** SIGSTOP: a hung node — connections stay open, commands never get a reply. */
-  pause(): void {
-    this.#process.pause();
-  }
-
-  /** SIGCONT: a paused node answers again. */
-  resume(): void {
-    this.#process.resume();
   }
 
   /**
@@ -154,25 +137,39 @@ export class LocalRedisNode {
   async start(): Promise<void> {
     if (this.#stopped) throw new Error(`redis node ${this.url} is stopped`);
     const server = findRedisServer();
-    const { args = [], persistence = false, commandPrefix = [], startTimeout = 10_000, cluster = false } = this.opts;
+    const { args = [], persistence = false, commandPrefix = [], startTimeout = 10_000, cluster = false, sentinelConfig } = this.opts;
+    const sentinel: string[] = [];
+    if (sentinelConfig) {
+      const conf = path.join(this.dir, 'sentinel.conf');
+      // Sentinel rewrites this file as it learns: a restarted sentinel must find its own version.
+      if (
+        !(await access(conf).then(
+          () => true,
+          () => false,
+        ))
+      )
+        await writeFile(conf, `${sentinelConfig.join('\n')}\n`);
+      sentinel.push(conf, '--sentinel');
+    }
     const argv = [
+      ...sentinel,
       ...['--port', String(this.port), '--bind', HOST, '--dir', this.dir, '--save', ''],
       ...['--appendonly', persistence ? 'yes' : 'no', '--daemonize', 'no', '--protected-mode', 'no'],
       ...(cluster ? ['--cluster-enabled', 'yes', '--cluster-config-file', path.join(this.dir, 'nodes.conf')] : []),
       ...['--logfile', path.join(this.dir, 'redis.log'), ...args],
     ];
     const [cmd = server, ...rest] = [...commandPrefix, server, ...argv];
-    const child = await this.#process.start(cmd, rest, this.dir);
+    const child = await this.process.start(cmd, rest, this.dir);
 
     const deadline = Date.now() + startTimeout;
     while (Date.now() < deadline) {
-      if (this.#process.spawnError || !isAlive(child)) break;
+      if (this.process.spawnError || !isAlive(child)) break;
       const reply = await ping(this.port, Math.min(1_000, Math.max(1, deadline - Date.now())));
       // NOAUTH means it is up and answering, just password-protected via args.
       if (reply === '+PONG' || reply.startsWith('-NOAUTH')) return;
       await sleep(20);
     }
-    const spawnError = this.#process.spawnError;
+    const spawnError = this.process.spawnError;
     const why = spawnError
       ? `could not run ${cmd}: ${spawnError.message}`
       : child.exitCode === null && child.signalCode === null
@@ -209,7 +206,9 @@ export async function startRedisNode(opts: StartRedisOptions = {}): Promise<Loca
   findRedisServer(); // fail fast, before creating temp dirs
   const maxPort = opts.cluster ? 65535 - CLUSTER_BUS_OFFSET : 65535;
   if (opts.port !== undefined && (!Number.isInteger(opts.port) || opts.port < 1 || opts.port > maxPort || isReservedPort(opts.port))) {
-    throw new RangeError(`port must be an integer in [1, ${maxPort}] other than 6379, 2379 and 2380, got ${opts.port}`);
+    throw new RangeError(
+      `port must be an integer in [1, ${maxPort}] other than a real server's default (6379, 2379, 2380, 2181, 2888, 3888), got ${opts.port}`,
+    );
   }
   for (let attempt = 1; ; attempt++) {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'fencelock-redis-'));

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { eventually } from '../support/harness.js';
 import { isAlive, runCli } from '../support/child.js';
+import { requireEtcd, requireZooKeeper } from '../support/optional.js';
 
 interface Report {
   unitsSold: number;
@@ -17,22 +18,79 @@ interface Report {
   events: string[];
 }
 
+/** A chaos run's report: all sold, nothing oversold, the frozen worker fenced off, faults survived, every server process gone. */
+async function assertPassedChaos(report: Report, stock: number): Promise<void> {
+  assert.equal(report.ok, true);
+  assert.equal(report.oversold, 0);
+  assert.equal(report.unitsSold, stock);
+  assert.equal(report.stockLeft, 0);
+  assert.ok(report.staleWritesRejected >= 1, `stale writes rejected: ${report.staleWritesRejected}`);
+  assert.ok(report.nodeFaultsSurvived >= 2, `node faults: ${report.nodeFaultsSurvived}`);
+  assert.equal(report.fencesIncreasing, true);
+  assert.ok(report.acquisitions >= stock);
+  // Servers are stopped before the process exits; allow the kernel a moment to reap them.
+  await eventually(() => report.localNodes.every((n) => !isAlive(n.pid)), 5_000);
+}
+
 test('demo with chaos: nothing oversold, the frozen worker is fenced off, every node stopped', async (t) => {
   const r = await runCli(['demo', '--workers', '4', '--stock', '120', '--ttl', '600', '--json'], 90_000);
   assert.equal(r.code, 0, r.stderr);
   const report = JSON.parse(r.stdout) as Report;
   t.diagnostic(`events: ${report.events.join(' | ')}`);
-  assert.equal(report.ok, true);
-  assert.equal(report.oversold, 0);
-  assert.equal(report.unitsSold, 120);
-  assert.equal(report.stockLeft, 0);
-  assert.ok(report.staleWritesRejected >= 1, `stale writes rejected: ${report.staleWritesRejected}`);
-  assert.ok(report.nodeFaultsSurvived >= 2, `node faults: ${report.nodeFaultsSurvived}`);
-  assert.equal(report.fencesIncreasing, true);
-  assert.ok(report.acquisitions >= 120);
+  await assertPassedChaos(report, 120);
   assert.equal(report.localNodes.length, 6);
-  // Nodes are stopped before the process exits; allow the kernel a moment to reap them.
-  await eventually(() => report.localNodes.every((n) => !isAlive(n.pid)), 5_000);
+});
+
+test(
+  'demo --backend etcd: the leader killed, a member paused, a worker frozen and fenced off; every process stopped',
+  { skip: requireEtcd('etcd (demo --backend etcd)') },
+  async (t) => {
+    const r = await runCli(['demo', '--backend', 'etcd', '--workers', '4', '--stock', '120', '--json'], 120_000);
+    assert.equal(r.code, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as Report;
+    t.diagnostic(`events: ${report.events.join(' | ')}`);
+    await assertPassedChaos(report, 120);
+    assert.ok(
+      report.events.some((e) => /etcd member .* killed/.test(e)),
+      'the leader was killed',
+    );
+    assert.equal(report.localNodes.length, 4, 'the storage node and three etcd members');
+  },
+);
+
+test(
+  'demo --backend zookeeper: the leader killed, a server paused, a worker frozen and fenced off; every process stopped',
+  { skip: requireZooKeeper('ZooKeeper (demo --backend zookeeper)') },
+  async (t) => {
+    const r = await runCli(['demo', '--backend', 'zookeeper', '--workers', '4', '--stock', '120', '--json'], 120_000);
+    assert.equal(r.code, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as Report;
+    t.diagnostic(`events: ${report.events.join(' | ')}`);
+    await assertPassedChaos(report, 120);
+    assert.ok(
+      report.events.some((e) => /ZooKeeper server .* killed/.test(e)),
+      'the leader was killed',
+    );
+    assert.ok(
+      report.events.some((e) => /ZooKeeper server .* back, with its data: it rejoins by Zab/.test(e)),
+      'the leader came back',
+    );
+    assert.equal(report.localNodes.length, 4, 'the storage node and three ZooKeeper servers');
+    assert.equal(report.localNodes.filter((n) => n.url.startsWith('zk://')).length, 3);
+    assert.ok(
+      report.localNodes.every((n) => typeof n.pid === 'number'),
+      'every server listed with its PID',
+    );
+  },
+);
+
+test('demo --backend zookeeper refuses --nodes, and --break lock in the orders scenario (exit 2)', async () => {
+  const nodes = await runCli(['demo', '--backend', 'zookeeper', '--nodes', 'redis://127.0.0.1:6390'], 20_000);
+  assert.equal(nodes.code, 2, nodes.stderr);
+  assert.match(nodes.stderr, /--nodes names Redis lock nodes: not with --backend zookeeper/);
+  const broken = await runCli(['demo', '--scenario', 'orders', '--backend', 'zookeeper', '--break', 'lock'], 20_000);
+  assert.equal(broken.code, 2, broken.stderr);
+  assert.match(broken.stderr, /--break lock needs Redis: on ZooKeeper the lease is the session/);
 });
 
 test('demo without chaos prints a plain report with the verdict', async () => {

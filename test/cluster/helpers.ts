@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { createCluster } from 'redis';
 import { LockManager, type LockManagerOptions } from '../../src/index.js';
-import { keysFor, slotMarkerFor, type ResourceKeys } from '../../src/keys.js';
+import { keysFor, slotMarkerFor, type ResourceKeys } from '../../src/redis/keys.js';
 import { clusterKeySlot, type LocalRedisCluster, type LocalRedisNode } from '../../src/testing/index.js';
 import { eventually, type ClientKind } from '../support/harness.js';
 

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Cluster, Redis } from 'ioredis';
 import { LockManager, type LockManagerOptions } from '../../src/index.js';
-import { keysFor, slotMarkerFor } from '../../src/keys.js';
+import { keysFor, slotMarkerFor } from '../../src/redis/keys.js';
 import { startRedisCluster, type LocalRedisCluster } from '../../src/testing/index.js';
 import { delay } from '../support/harness.js';
 import { clusterClient, contend, resource, type ClusterClient } from './helpers.js';

@@ -4,13 +4,13 @@
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockManager, LockError, QuorumError, type Lock, type LockManagerOptions, type NodeFailure } from '../../src/index.js';
-import { keysFor, markerKey } from '../../src/keys.js';
+import { keysFor, markerKey } from '../../src/redis/keys.js';
 import { CLIENT_KINDS, delay, eventually, makeClients, setup, type ClientKind, type Clients, type Setup } from '../support/harness.js';
 
 const NODE_TIMEOUT = 100;
 const OPTS: LockManagerOptions = { ttl: 2_000, nodeTimeout: NODE_TIMEOUT };
 const PREFIX = 'fencelock:';
-/** Every node's marker: epoch, trust, and the fence counter of every resource (src/scripts/_node-state.lua). */
+/** Every node's marker: epoch, trust, and the fence counter of every resource (src/redis/scripts/_node-state.lua). */
 const MARKER = markerKey(PREFIX);
 
 const nodeName = (port: number): string => `127.0.0.1:${port}`;

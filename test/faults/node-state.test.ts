@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockManager, QuorumError, type Lock, type LockManagerOptions } from '../../src/index.js';
-import { keysFor, markerKey } from '../../src/keys.js';
+import { keysFor, markerKey } from '../../src/redis/keys.js';
 import { eventually, setup, type Setup } from '../support/harness.js';
 import { inMemoryMetrics, withProvider } from '../observability/otel.js';
 

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { markerKey } from '../../src/keys.js';
+import { markerKey } from '../../src/redis/keys.js';
 import { startRedisNode, startRedisNodes, type LocalRedisNode, type LocalRedisNodes } from '../../src/testing/index.js';
 import { delay, eventually } from '../support/harness.js';
 import { assertCleanExits, checkHistory, startWorkers, storeLogs, type WorkerPool } from '../support/faults/index.js';

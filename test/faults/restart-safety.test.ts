@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
 import { LockManager, type LockManagerOptions, type RestartQuarantine } from '../../src/index.js';
-import { keysFor } from '../../src/keys.js';
+import { keysFor } from '../../src/redis/keys.js';
 import { delay, eventually, setup, type Setup } from '../support/harness.js';
 
 const TTL = 1_500;

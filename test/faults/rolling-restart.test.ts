@@ -4,7 +4,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockManager, type LockEvents } from '../../src/index.js';
-import { keysFor } from '../../src/keys.js';
+import { keysFor } from '../../src/redis/keys.js';
 import { eventually, setup, type Setup } from '../support/harness.js';
 
 let s: Setup;

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { CLIENT_KINDS } from '../support/harness.js';
 import { NODE_COUNTS, readyManager, keysOf, lockValues, uniqueResource, withNodeSets } from './helpers.js';
 
-/** Every node's marker: its epoch, trust, and the fence counter of every resource (src/scripts/_node-state.lua). */
+/** Every node's marker: its epoch, trust, and the fence counter of every resource (src/redis/scripts/_node-state.lua). */
 const MARKER = 'fencelock:{node}:epoch';
 
 const OPTIONS = { ttl: 2000, nodeTimeout: 100, acquireTimeout: 5000 };

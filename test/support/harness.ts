@@ -1,7 +1,7 @@
 // Shared test plumbing: real redis-server nodes and both client libraries.
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
-import { LockManager, type LockManagerOptions } from '../../src/index.js';
+import { LockManager, LockTimeoutError, QuorumError, type LockManagerOptions } from '../../src/index.js';
 import { startRedisNodes, type LocalRedisNodes, type StartRedisOptions } from '../../src/testing/index.js';
 
 export type ClientKind = 'ioredis' | 'node-redis';
@@ -83,3 +83,33 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
 }
 
 export const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Resolves with `signal`'s reason once it aborts; rejects if it does not within `ms`. */
+export function abortedWithin(signal: AbortSignal, ms: number): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return resolve(signal.reason);
+    const timer = setTimeout(() => reject(new Error(`signal did not abort within ${ms} ms`)), ms);
+    signal.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve(signal.reason);
+    });
+  });
+}
+
+/**
+ * ms until `acquire` of `resource` succeeds, trying again after each QuorumError or LockTimeoutError (a store
+ * in the middle of a failover), bounded by `limit`: the unavailability a fault costs.
+ */
+export async function timeToGrant(locks: LockManager, resource: string, limit: number): Promise<number> {
+  const started = performance.now();
+  while (performance.now() - started < limit) {
+    try {
+      const lock = await locks.acquire(resource, { timeout: 1_000 });
+      await lock.release();
+      return performance.now() - started;
+    } catch (error) {
+      if (!(error instanceof QuorumError || error instanceof LockTimeoutError)) throw error;
+    }
+  }
+  throw new Error(`no grant within ${limit} ms`);
+}

@@ -2,17 +2,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { EtcdNotFoundError, startEtcdCluster, type LocalEtcdCluster } from '../../src/testing/index.js';
-import { findEtcd } from '../../src/testing/etcd-cluster.js';
-import { requireComponent } from '../support/optional.js';
-
-const hasEtcd = ((): boolean => {
-  try {
-    findEtcd();
-    return true;
-  } catch {
-    return false;
-  }
-})();
+import { requireEtcd } from '../support/optional.js';
 
 // Everything started here is stopped in `after`, even when an assertion fails midway.
 const started: LocalEtcdCluster[] = [];
@@ -30,7 +20,7 @@ async function kv(clientUrl: string, op: 'put' | 'range', key: string, value?: s
   return found === undefined ? undefined : Buffer.from(found, 'base64').toString();
 }
 
-describe('local etcd cluster', { skip: requireComponent(hasEtcd, 'etcd (startEtcdCluster)', 'etcd-server') }, () => {
+describe('local etcd cluster', { skip: requireEtcd('etcd (startEtcdCluster)') }, () => {
   test('three members on distinct free ports (never 2379/2380) form one cluster with a leader', async () => {
     const cluster = await startEtcdCluster({ members: 3 });
     started.push(cluster);

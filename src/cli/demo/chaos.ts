@@ -1,8 +1,25 @@
-import type { LocalRedisNode } from '../../testing/index.js';
+/** A lock node (a local redis-server) or an etcd member, as the chaos handles it. */
+export interface ChaosNode {
+  isRunning(): boolean;
+  kill(signal?: 'SIGKILL'): Promise<void>;
+  restart(): Promise<void>;
+  pause(): void;
+  resume(): void;
+}
+
+/** How the lock store is hit: the nodes, which one to kill (etcd: the leader), what its restart means. */
+export interface ChaosTargets {
+  readonly nodes: readonly ChaosNode[];
+  readonly label: (i: number) => string;
+  /** the index of the node to kill; default: a random one */
+  readonly victim?: () => Promise<number>;
+  /** said when the killed node is back */
+  readonly restarted: string;
+}
 
 /**
  * The faults the demo injects, each triggered once by progress (units sold):
- *   1/3: SIGKILL one lock node; bring it back (empty) a few seconds later
+ *   1/3: SIGKILL one lock node (etcd: the leader); bring it back a few seconds later
  *   1/2: freeze a worker (SIGSTOP) inside its critical section for longer than the TTL
  *   2/3: pause a second lock node (SIGSTOP) briefly
  */
@@ -12,6 +29,9 @@ export interface ChaosHooks {
   freezeWorker(): Promise<{ id: number; pid: number } | undefined>;
 }
 
+/** The demo's faults: SIGKILL a lock node (then restart it), freeze a worker past its lease, pause a node. */
+export type ChaosFault = 'kill' | 'freeze' | 'pause';
+
 export class Chaos {
   nodeFaults = 0;
   freezes = 0;
@@ -19,13 +39,15 @@ export class Chaos {
   private readonly pending: Array<Promise<void>> = [];
 
   constructor(
-    private readonly nodes: readonly LocalRedisNode[] | undefined,
+    private readonly targets: ChaosTargets | undefined,
     private readonly ttl: number,
     private readonly random: () => number,
     private readonly hooks: ChaosHooks,
+    /** which of the faults to inject (default: all three) */
+    private readonly faults: ReadonlySet<ChaosFault> = new Set(['kill', 'freeze', 'pause']),
   ) {}
 
-  /** Called on every sale with the fraction of stock sold. */
+  /** Called on every step of progress (a sale, an order) with the fraction done. */
   progress(fraction: number): void {
     if (fraction >= 1 / 3) this.once('kill', () => this.killAndRestartNode());
     if (fraction >= 1 / 2) this.once('freeze', () => this.freezeWorker());
@@ -37,31 +59,36 @@ export class Chaos {
     await Promise.all(this.pending);
   }
 
-  private once(name: string, run: () => Promise<void>): void {
-    if (this.done.has(name)) return;
+  private once(name: ChaosFault, run: () => Promise<void>): void {
+    if (this.done.has(name) || !this.faults.has(name)) return;
     this.done.add(name);
     this.pending.push(run().catch((e: unknown) => this.hooks.announce(`chaos ${name} failed: ${(e as Error).message}`)));
   }
 
-  private pick(exclude: number[] = []): [number, LocalRedisNode] | undefined {
-    if (!this.nodes) return undefined;
-    const choices = this.nodes.map((n, i) => [i, n] as [number, LocalRedisNode]).filter(([i, n]) => !exclude.includes(i) && n.isRunning());
+  private pick(exclude: number[] = []): [number, ChaosNode] | undefined {
+    if (!this.targets) return undefined;
+    const choices = this.targets.nodes
+      .map((n, i) => [i, n] as [number, ChaosNode])
+      .filter(([i, n]) => !exclude.includes(i) && n.isRunning());
     return choices[Math.floor(this.random() * choices.length)];
   }
 
   private killed = -1;
 
   private async killAndRestartNode(): Promise<void> {
-    const chosen = this.pick();
+    const targets = this.targets;
+    if (!targets) return;
+    const victim = targets.victim ? await targets.victim() : undefined;
+    const chosen = victim === undefined ? this.pick() : ([victim, targets.nodes[victim]] as [number, ChaosNode]);
     if (!chosen) return;
     const [i, node] = chosen;
     this.killed = i;
     await node.kill('SIGKILL');
     this.nodeFaults++;
-    this.hooks.announce(`lock node ${i + 1} (${node.port}) killed with SIGKILL`);
+    this.hooks.announce(`${targets.label(i)} killed with SIGKILL`);
     await sleep(3_000);
     await node.restart();
-    this.hooks.announce(`lock node ${i + 1} back, empty (restart quarantine keeps it out for one TTL)`);
+    this.hooks.announce(`${targets.label(i)} back, ${targets.restarted}`);
   }
 
   private async freezeWorker(): Promise<void> {
@@ -82,10 +109,11 @@ export class Chaos {
     const [i, node] = chosen;
     node.pause();
     this.nodeFaults++;
-    this.hooks.announce(`lock node ${i + 1} (${node.port}) paused (SIGSTOP): hung, not refusing`);
+    const label = this.targets?.label(i) ?? `node ${i + 1}`;
+    this.hooks.announce(`${label} paused (SIGSTOP): hung, not refusing`);
     await sleep(1_000);
     node.resume();
-    this.hooks.announce(`lock node ${i + 1} resumed`);
+    this.hooks.announce(`${label} resumed`);
   }
 }
 

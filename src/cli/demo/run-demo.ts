@@ -4,7 +4,8 @@ import { Redis } from 'ioredis';
 import { startRedisNodes, type LocalRedisNodes } from '../../testing/index.js';
 import { CliError, colours, toJson } from '../output.js';
 import { unreachable } from '../reach.js';
-import { Chaos, seededRandom } from './chaos.js';
+import { Chaos, seededRandom, type ChaosTargets } from './chaos.js';
+import { minTtl, startCluster, type DemoBackend, type LocalCluster } from './clusters.js';
 import type { ParentMessage, WorkerMessage } from './protocol.js';
 import { handoffGaps, percentile, type DemoReport, type Hold } from './stats.js';
 import { FencedStock } from './store.js';
@@ -18,6 +19,8 @@ export interface DemoOptions {
   seed: number;
   chaos: boolean;
   json: boolean;
+  /** where the locks live: local Redis nodes (default), a local 3-member etcd cluster or a local 3-server ZooKeeper ensemble */
+  backend?: DemoBackend;
 }
 
 /**
@@ -33,20 +36,25 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   };
   const ui = progressUi(out, o.json);
 
+  if (o.ttl < minTtl(o.backend)) o = { ...o, ttl: minTtl(o.backend) };
   const local = await startLocalNodes(o);
-  const lockUrls = o.nodes ?? local!.urls.slice(0, 5);
-  const storageUrl = o.storage ?? local!.urls[local!.urls.length - 1]!;
+  let cluster: LocalCluster | undefined;
   const workers: ChildProcess[] = [];
+  const storageUrl = o.storage ?? local!.urls[local!.urls.length - 1]!;
   const storageClient = new Redis(storageUrl, { maxRetriesPerRequest: 2 });
   storageClient.on('error', () => undefined);
   try {
+    cluster = await startCluster(o.backend);
+    const lockUrls = cluster ? [cluster.url] : (o.nodes ?? local!.urls.slice(0, 5));
     const store = new FencedStock(storageClient, `fencelock-demo:{sku:1}:${Date.now()}`);
     await store.init(o.stock);
     const quorum = Math.floor(lockUrls.length / 2) + 1;
     log(c('bold', `fencelock demo: stock deduction`) + ` - ${o.workers} worker processes, stock ${o.stock}, ttl ${o.ttl} ms`);
-    log(`lock nodes (${lockUrls.length}, quorum ${quorum}): ${lockUrls.join(' ')}`);
+    if (cluster) log(`lock store: ${cluster.description}: ${cluster.url}`);
+    else log(`lock nodes (${lockUrls.length}, quorum ${quorum}): ${lockUrls.join(' ')}`);
     log(`storage node (fenced writes): ${storageUrl}`);
-    log(o.chaos ? `chaos: on (seed ${o.seed}) - a node killed at 1/3, a worker frozen at 1/2, a node paused at 2/3` : 'chaos: off');
+    const what = cluster ? cluster.chaosPlan : 'a node killed at 1/3, a worker frozen at 1/2, a node paused at 2/3';
+    log(o.chaos ? `chaos: on (seed ${o.seed}) - ${what}` : 'chaos: off');
 
     const events: string[] = [];
     const started = performance.now();
@@ -61,7 +69,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
     let lost = 0;
     let holder = '-';
     const freezeWaiters = new Map<number, (pid: number) => void>();
-    const chaos = new Chaos(o.chaos && !o.nodes ? local?.nodes.slice(0, 5) : undefined, o.ttl, seededRandom(o.seed), {
+    const chaos = new Chaos(o.chaos ? chaosTargets(cluster, o.nodes ? undefined : local) : undefined, o.ttl, seededRandom(o.seed), {
       announce,
       freezeWorker: () => {
         if (!o.chaos) return Promise.resolve(undefined);
@@ -153,7 +161,7 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
       wallTimeMs: Math.round(wallTimeMs),
       chaos: o.chaos,
       events,
-      localNodes: local?.nodes.map((n) => ({ url: n.url, pid: n.pid })) ?? [],
+      localNodes: [...(local?.nodes.map((n) => ({ url: n.url, pid: n.pid })) ?? []), ...(cluster?.processes() ?? [])],
       ok: failures.length === 0,
       failures,
     };
@@ -163,8 +171,21 @@ export async function runDemo(o: DemoOptions): Promise<DemoReport> {
   } finally {
     for (const w of workers) if (w.exitCode === null && w.signalCode === null) w.kill('SIGKILL');
     storageClient.disconnect();
+    await cluster?.stop();
     await local?.stop();
   }
+}
+
+/** What the chaos hits: the cluster's members (the leader is the one killed), or the 5 local Redis lock nodes. */
+function chaosTargets(cluster: LocalCluster | undefined, local: LocalRedisNodes | undefined): ChaosTargets | undefined {
+  if (cluster) return cluster.chaos;
+  if (!local) return undefined;
+  const nodes = local.nodes.slice(0, 5);
+  return {
+    nodes,
+    label: (i) => `lock node ${i + 1} (${nodes[i]?.port})`,
+    restarted: 'empty (restart quarantine keeps it out for one TTL)',
+  };
 }
 
 async function startLocalNodes(o: DemoOptions): Promise<LocalRedisNodes | undefined> {
@@ -173,7 +194,7 @@ async function startLocalNodes(o: DemoOptions): Promise<LocalRedisNodes | undefi
     const down = await unreachable(given);
     if (down.length > 0) throw new CliError(`cannot reach ${down.map((d) => `${d.url} (${d.reason})`).join(', ')}`, 1);
   }
-  const needed = (o.nodes ? 0 : 5) + (o.storage ? 0 : 1);
+  const needed = (o.nodes || (o.backend ?? 'redis') !== 'redis' ? 0 : 5) + (o.storage ? 0 : 1);
   if (needed === 0) return undefined;
   const nodes = await startRedisNodes(needed);
   // Start-up order: lock nodes first, the storage node last (runDemo picks them by position).

@@ -1,6 +1,7 @@
 // One demo worker process: sells units of one SKU under withLock until the stock is gone.
 import { Redis } from 'ioredis';
-import { LockManager, LockLostError } from '../../index.js';
+import { LockLostError } from '../../index.js';
+import { lockManager } from '../lock-store.js';
 import type { ParentMessage, WorkerConfig, WorkerMessage } from './protocol.js';
 import { FencedStock } from './store.js';
 
@@ -20,7 +21,8 @@ process.on('disconnect', () => process.exit(0));
 async function run(config: WorkerConfig): Promise<void> {
   const storage = new Redis(config.storageUrl, { maxRetriesPerRequest: 2 });
   const store = new FencedStock(storage, config.key);
-  const locks = new LockManager([...config.lockUrls], { ttl: config.ttl, nodeTimeout: 100, acquireTimeout: 60_000 });
+  // etcd and ZooKeeper: the lease is theirs (nodeTimeout is for Redis nodes only).
+  const locks = lockManager(config.lockUrls, { ttl: config.ttl, acquireTimeout: 60_000 }, { nodeTimeout: 100 });
   const id = config.id;
   try {
     for (let soldOut = false; !soldOut;) {

@@ -27,3 +27,4 @@ export {
 } from './workers.js';
 export { assertCleanExits, storeLogs } from './verify.js';
 export { armLeakWatchdog } from './leak-watchdog.js';
+export { variedOps, type HoldOp, type OpVariation } from './hold-loop.js';

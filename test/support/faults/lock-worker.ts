@@ -8,7 +8,7 @@ import { encodeRecord } from './history.js';
 import { Recorder } from './recorder.js';
 import type { ParentMessage, WorkerMessage, WorkerStats, WorkloadConfig } from './workers.js';
 import { armLeakWatchdog } from './leak-watchdog.js';
-import { runHoldLoop } from './hold-loop.js';
+import { runHoldLoop, variedOps } from './hold-loop.js';
 
 const [id = 'worker', json = '{}'] = process.argv.slice(2);
 const config = JSON.parse(json) as WorkloadConfig;
@@ -54,6 +54,7 @@ async function main(): Promise<void> {
       maxHolds: MAX_HOLDS,
       workMs: config.workMs ?? 3,
       lockOptions: config.lockOptions,
+      ...(config.variation ? { nextOp: variedOps(config.variation, config.resources) } : {}),
       stats,
       onHolding: () => void send({ type: 'holding' }),
       onError: (error) => void send({ type: 'error', message: `${id}: ${String(error)}` }),

@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { LockManagerOptions, WithLockOptions } from '../../../src/index.js';
 import { decodeRecord, type HistoryRecord } from './history.js';
-import type { HoldStats } from './hold-loop.js';
+import type { HoldStats, OpVariation } from './hold-loop.js';
 
 const WORKER_FILE = fileURLToPath(new URL('./lock-worker.ts', import.meta.url));
 /** `--import tsx` resolves from the working directory: run workers from the repository root. */
@@ -24,6 +24,8 @@ export interface WorkloadConfig {
   readonly managerOptions?: LockManagerOptions;
   /** per-holding withLock options; `timeout` is capped by the time left */
   readonly lockOptions?: Omit<WithLockOptions, 'signal'>;
+  /** draw each holding's resource, ttl, timeout, work and flags from a seeded PRNG instead (overrides workMs and lockOptions) */
+  readonly variation?: OpVariation;
   /** key prefix in the fenced store (default FencedStore's) */
   readonly storePrefix?: string;
 }
@@ -145,13 +147,18 @@ function bounded<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
 }
 
 /**
- * Starts `count` workers, waits until every one is connected and ready (bounded
+ * Starts `count` workers (`config` may differ per worker: a function of its index), waits until every one is connected and ready (bounded
  * by `readyTimeoutMs`), then starts them together so their run times overlap.
  */
-export async function startWorkers(count: number, config: WorkloadConfig, opts: { readyTimeoutMs?: number } = {}): Promise<WorkerPool> {
+export async function startWorkers(
+  count: number,
+  config: WorkloadConfig | ((index: number) => WorkloadConfig),
+  opts: { readyTimeoutMs?: number } = {},
+): Promise<WorkerPool> {
   const workers = Array.from({ length: count }, (_, i) => {
     const id = `w${i + 1}`;
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER_FILE, id, JSON.stringify(config)], {
+    const own = typeof config === 'function' ? config(i) : config;
+    const child = spawn(process.execPath, ['--import', 'tsx', WORKER_FILE, id, JSON.stringify(own)], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });

@@ -1,0 +1,19 @@
+// Which store the user gave the manager: an etcd3 client or an etcd:// URL means etcd, a node-zookeeper-client
+// client or a zk:// URL ZooKeeper, anything else is taken as a list of Redis clients (the Redis backend validates it). The only place that tells them apart.
+import type { Backend, BackendHost } from './backend.js';
+import { EtcdBackend, isEtcdInput } from './etcd/index.js';
+import type { LockManagerOptions, ResolvedManagerOptions } from './options.js';
+import { RedisBackend, type RedisTelemetry } from './redis/backend.js';
+import { isZooKeeperInput, ZooKeeperBackend } from './zookeeper/index.js';
+
+export function createBackend(
+  input: unknown,
+  given: LockManagerOptions | undefined,
+  options: ResolvedManagerOptions,
+  host: BackendHost,
+  telemetry: RedisTelemetry,
+): Backend {
+  if (isEtcdInput(input)) return new EtcdBackend(input, given, options, host);
+  if (isZooKeeperInput(input)) return new ZooKeeperBackend(input, given, options, host);
+  return new RedisBackend(input, options, host, telemetry);
+}

@@ -1,0 +1,76 @@
+// What an acquire call on a consensus store (etcd, ZooKeeper) does around the store's own pass: the deadline,
+// the signal, a capped backoff after the store failed a step (a leader election, a member down), and the
+// QuorumError that names the store. The store decides as one, so it is one node with a quorum of one.
+import type { Grant, WaitResult } from './backend.js';
+import { backoffDelay } from './backoff.js';
+import { monotonicNow } from './clock.js';
+import { LockTimeoutError, NodeError, QuorumError } from './errors.js';
+import type { ResolvedAcquire } from './options.js';
+
+/** One acquire call's clock: its options and signal, when it began, and when its timeout ends it (monotonic ms). */
+export interface CallClock {
+  readonly o: ResolvedAcquire;
+  readonly signal: AbortSignal;
+  readonly started: number;
+  readonly deadline: number;
+}
+
+export function callClock(o: ResolvedAcquire, signal: AbortSignal): CallClock {
+  const started = monotonicNow();
+  return { o, signal, started, deadline: started + o.timeout };
+}
+
+/**
+ * Runs `attempt` until it wins a grant. A pass that ends without one (its lease or session ended while it
+ * waited) starts over at once; one the store failed (a QuorumError) after a capped backoff; both while the
+ * call has time left. Bounded by the deadline; `lapsed` says why a pass ended empty, for the timeout's message.
+ */
+export async function untilGranted(
+  call: CallClock & { readonly resources: readonly string[] },
+  attempt: () => Promise<Grant | undefined>,
+  lapsed: string,
+): Promise<WaitResult> {
+  let attempts = 0;
+  for (let failures = 0; ; attempts++) {
+    call.signal.throwIfAborted();
+    try {
+      const won = await attempt();
+      if (won) return { grant: won, attempts: attempts + 1, waited: monotonicNow() - call.started };
+      if (monotonicNow() >= call.deadline) throw new LockTimeoutError(call.resources, call.o.timeout, lapsed);
+    } catch (error) {
+      await pauseAfterFailure(call, error, failures++);
+    }
+  }
+}
+
+/**
+ * The store failed a step (a QuorumError): worth another try after a capped backoff while the call has time
+ * left. Anything else, or no time left: the error stands.
+ */
+export async function pauseAfterFailure(call: CallClock, error: unknown, failures: number): Promise<void> {
+  if (!(error instanceof QuorumError) || call.o.timeout === 0) throw error;
+  const pause = Math.min(backoffDelay(call.o.retry, failures), call.deadline - monotonicNow());
+  if (pause <= 0) throw error;
+  await sleep(pause, call.signal);
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** A store's failure as the QuorumError of a one-node quorum, naming the store (`etcd://…`, `zk://…`). */
+export function storeQuorumError(resources: readonly string[], operation: string, store: string, error: unknown): QuorumError {
+  const nodeError = error instanceof NodeError ? error : new NodeError(store, String(error), { cause: error });
+  return new QuorumError(resources, operation, 0, 1, [{ node: store, error: nodeError }]);
+}

@@ -1,0 +1,2 @@
+export { EtcdBackend } from './backend.js';
+export { isEtcdInput, parseEtcdUrl, type EtcdClient, type EtcdInput } from './store.js';

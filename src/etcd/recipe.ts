@@ -1,0 +1,390 @@
+// etcd's own lock recipe (client/v3/concurrency/mutex.go), for one or several queues at once:
+//
+//   1. grantLease        a lease of the lock's ttl, rounded up to whole seconds
+//   2. enqueue           one transaction puts a key `<queue prefix><lease id>` in every queue, attached to the
+//                        lease, and reads each queue's first keys: the create revision orders the waiters
+//   3. wait (takeTurn)   per queue, watch the deletion of the key just before ours until none is in the way
+//                        (FIFO, one release wakes one waiter); the lease is kept alive meanwhile
+//   4. confirm           a waiter that waited re-writes its keys, and that revision is its fence
+//
+// The fence is a revision of the cluster: strictly increasing and linearizable. A holder that got its turn
+// at once is the first in every queue from its create revision on, so that revision is its fence; one that
+// waited became first later, when the key before it went, so it takes a revision from inside its turn (the
+// confirming write): a lock on several resources may have queued behind keys created after its own. No
+// write-back, no trust rule, no quarantine: a member that lost its data rejoins by Raft, not by fencelock.
+import type { IKeyValue, IRequestOp } from 'etcd3';
+import type { Grant, LeaseOps, RetryInfo, WaitResult } from '../backend.js';
+import { monotonicNow } from '../clock.js';
+import { callClock, pauseAfterFailure, storeQuorumError, untilGranted, type CallClock } from '../consensus-call.js';
+import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
+import { driftOf, type ResolvedAcquire } from '../options.js';
+import { randomHex } from '../random.js';
+import { blocker, keyValue, lookBack, window, type Queue } from './queue.js';
+import type { EtcdStore, KeyWatch } from './store.js';
+
+/** What a lease loses to the leader's clock running fast: the Redis default's allowance (not an option on etcd). */
+const DRIFT_FACTOR = 0.01;
+const drift = (ttl: number): number => driftOf(ttl, DRIFT_FACTOR);
+
+/** An etcd grant: the lease its keys hang on. */
+export interface EtcdGrant extends Grant {
+  readonly leaseId: string;
+  /** the lease's ttl on the server, s (at least the ttl asked for: whole seconds, and the server's minimum) */
+  readonly leaseSeconds: number;
+  readonly keys: readonly Buffer[];
+}
+
+/** `<prefix><lease id in hex>`: one key per lease per queue. */
+function keyIn(queue: Queue, leaseId: string): Buffer {
+  return Buffer.from(`${queue.prefix}${BigInt(leaseId).toString(16)}`);
+}
+
+/** The end of a key range covering every key that starts with `prefix`. */
+export function prefixEnd(prefix: string): Buffer {
+  const end = Buffer.from(prefix);
+  end[end.length - 1] = (end[end.length - 1] as number) + 1;
+  return end;
+}
+
+const quorumError = (resources: readonly string[], operation: string, store: EtcdStore, error: unknown): QuorumError =>
+  storeQuorumError(resources, operation, store.name, error);
+
+/** What one acquire call asks: its queues (one per resource), and what names it in messages. */
+export interface Hold {
+  readonly queues: readonly Queue[];
+  readonly resources: readonly string[];
+  /** extend and release of the grant (the backend's) */
+  readonly ops: LeaseOps;
+}
+
+/** One acquire call: what each of its steps needs. */
+interface Call extends CallClock {
+  readonly store: EtcdStore;
+  readonly hold: Hold;
+  readonly onRetry: (info: RetryInfo) => void;
+  /** this call's owner token: the value of its keys */
+  readonly token: string;
+}
+
+/**
+ * Waits until this call holds a place at the front of every queue, or its timeout passes
+ * (LockTimeoutError), or the signal aborts. Whatever it put in etcd goes with its lease on failure.
+ */
+export function acquire(
+  store: EtcdStore,
+  hold: Hold,
+  o: ResolvedAcquire,
+  signal: AbortSignal,
+  onRetry: (info: RetryInfo) => void,
+): Promise<WaitResult> {
+  const call: Call = { ...callClock(o, signal), store, hold, onRetry, token: randomHex(18) };
+  return untilGranted({ ...call, resources: hold.resources }, () => attempt(call), 'its place in the queue lapsed');
+}
+
+/** One pass: a lease, our keys, our turn. undefined when the lease ended while we waited (start over). */
+async function attempt(call: Call): Promise<EtcdGrant | undefined> {
+  const { store, hold, o } = call;
+  const sentAt = monotonicNow();
+  const lease = await grantLease(call);
+  try {
+    const turn = await takeTurn(call, lease);
+    if (turn === 'lease-ended') return undefined;
+    const grant: EtcdGrant = {
+      resources: hold.resources,
+      token: call.token,
+      fence: turn.fence,
+      ttl: o.ttl,
+      // From just before the lease was granted or last renewed: the server's lease outlives it.
+      validUntil: (turn.renewedAt ?? sentAt) + o.ttl - drift(o.ttl),
+      leaseId: lease.id,
+      leaseSeconds: lease.ttl,
+      keys: hold.queues.map((q) => keyIn(q, lease.id)),
+      ops: hold.ops,
+    };
+    if (grant.validUntil <= monotonicNow())
+      throw new LockTimeoutError(hold.resources, o.timeout, 'granted, but too slowly to leave any validity');
+    return grant;
+  } catch (error) {
+    // Our keys go with the lease: nobody waits behind a caller that gave up.
+    await store.revoke(lease.id).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Step 1. */
+async function grantLease({ store, hold, o }: Call): Promise<{ id: string; ttl: number }> {
+  try {
+    return await store.grant(Math.ceil(o.ttl / 1000));
+  } catch (error) {
+    throw quorumError(hold.resources, 'acquire', store, error);
+  }
+}
+
+type Turn = { fence: bigint; renewedAt: number | undefined } | 'lease-ended';
+
+/** Steps 2 to 4. */
+async function takeTurn(call: Call, lease: { id: string; ttl: number }): Promise<Turn> {
+  const { store, hold, o, token } = call;
+  const { queues, resources } = hold;
+  const keys = queues.map((q) => keyIn(q, lease.id));
+  let mine: string;
+  let first: IKeyValue[][];
+  try {
+    ({ mine, first } = await enqueue(store, queues, keys, token, lease.id));
+  } catch (error) {
+    throw quorumError(resources, 'acquire', store, error);
+  }
+  const ahead = (kvs: readonly IKeyValue[] | undefined): IKeyValue[] =>
+    (kvs ?? []).filter((kv) => BigInt(kv.create_revision) < BigInt(mine));
+  if (queues.every((q, i) => blocker(q, ahead(first[i])) === null)) return { fence: BigInt(mine), renewedAt: undefined };
+  if (o.timeout === 0) throw new LockTimeoutError(resources, 0, 'held by others');
+  const waiting = new Waiting(store, lease.id, o.ttl, call.deadline, call.signal);
+  try {
+    let retries = 0;
+    for (const queue of queues) {
+      // Bounded: each pass waits for one deletion in this queue, or ends the call.
+      for (let failures = 0; ;) {
+        let woke: 'deleted' | 'lease-ended';
+        try {
+          const before = await waiting.guard(keysBefore(store, queue, mine), resources);
+          const inWay = blocker(queue, before.kvs);
+          if (inWay === null) break;
+          woke = await waiting.forDeletion(queue, inWay, before.revision, resources, o.timeout);
+        } catch (error) {
+          // Our place is kept by the lease's renewals meanwhile: look again after the pause.
+          await pauseAfterFailure(call, error, failures++);
+          continue;
+        }
+        if (woke === 'lease-ended') return 'lease-ended';
+        failures = 0;
+        call.onRetry({ resources, attempt: ++retries, reason: 'notified', waited: monotonicNow() - call.started });
+      }
+    }
+    return await waiting.guard(confirm(store, keys, token, lease.id, queues), resources);
+  } finally {
+    waiting.stop();
+  }
+}
+
+/** Step 2: our key in every queue, and each queue's first keys, in one transaction. */
+async function enqueue(
+  store: EtcdStore,
+  queues: readonly Queue[],
+  keys: readonly Buffer[],
+  token: string,
+  leaseId: string,
+): Promise<{ mine: string; first: IKeyValue[][] }> {
+  const puts: IRequestOp[] = queues.map((q, i) => ({
+    request_put: { key: keys[i], value: Buffer.from(keyValue(q, token)), lease: leaseId },
+  }));
+  const reads: IRequestOp[] = queues.map((q) => ({
+    request_range: {
+      key: Buffer.from(q.prefix),
+      range_end: prefixEnd(q.prefix),
+      sort_target: 'Create',
+      sort_order: 'Ascend',
+      limit: window(q),
+    },
+  }));
+  const res = await store.txn('enqueue', {
+    compare: keys.map((key) => ({ key, target: 'Create', result: 'Equal', create_revision: 0 })),
+    success: [...puts, ...reads],
+    failure: [],
+  });
+  if (!res.succeeded) throw new NodeError(store.name, 'a new lease id was already in use as a key (someone writes under our prefix)');
+  const first = res.responses.slice(queues.length).map((r) => r.response_range.kvs);
+  return { mine: String(res.header.revision), first };
+}
+
+/** The keys of a queue created before revision `mine` (the last one only where that is all that matters), ascending. */
+async function keysBefore(store: EtcdStore, queue: Queue, mine: string): Promise<{ kvs: IKeyValue[]; revision: string }> {
+  const res = await store.range('read the queue', {
+    key: Buffer.from(queue.prefix),
+    range_end: prefixEnd(queue.prefix),
+    max_create_revision: String(BigInt(mine) - 1n),
+    sort_target: 'Create',
+    sort_order: 'Descend',
+    limit: lookBack(queue),
+    keys_only: queue.kind.kind === 'semaphore',
+  });
+  return { kvs: res.kvs.reverse(), revision: String(res.header.revision) };
+}
+
+/**
+ * Step 4: our keys re-written in one transaction, only if they still hang on our lease. Its revision lies
+ * inside our turn on every queue, after every earlier holder's: our fence.
+ */
+async function confirm(store: EtcdStore, keys: readonly Buffer[], token: string, leaseId: string, queues: readonly Queue[]): Promise<Turn> {
+  // The lease is renewed in the same breath: the lock's validity counts from this renewal, not from the grant.
+  const renewedAt = monotonicNow();
+  const [res, left] = await Promise.all([
+    store.txn('confirm the lock', {
+      compare: keys.map((key) => ({ key, target: 'Lease', result: 'Equal', lease: leaseId })),
+      success: keys.map((key, i) => ({ request_put: { key, value: Buffer.from(keyValue(queues[i] as Queue, token)), lease: leaseId } })),
+      failure: [],
+    }),
+    store.keepAlive(leaseId),
+  ]);
+  if (!res.succeeded || left <= 0) return 'lease-ended';
+  return { fence: BigInt(res.header.revision), renewedAt };
+}
+
+/**
+ * One waiter's wait: the deadline, the signal, and its lease kept alive (every third of its ttl) so that
+ * its place outlives a long wait. Ends as 'lease-ended' when the lease is gone all the same.
+ */
+class Waiting {
+  #renewal: NodeJS.Timeout | undefined;
+  #leaseEnded = false;
+  #wake: (() => void) | undefined;
+
+  constructor(
+    private readonly store: EtcdStore,
+    private readonly leaseId: string,
+    ttl: number,
+    private readonly deadline: number,
+    private readonly signal: AbortSignal,
+  ) {
+    this.#renewal = setInterval(
+      () => {
+        store.keepAlive(leaseId).then(
+          (left) => {
+            if (left > 0) return;
+            this.#leaseEnded = true;
+            this.#wake?.();
+          },
+          () => undefined, // a member or the leader down: the next renewal tries again, the key outlives a blip
+        );
+      },
+      Math.max(500, Math.floor(ttl / 3)),
+    );
+    this.#renewal.unref();
+  }
+
+  /** `work`, turning a store error into a QuorumError for these resources. */
+  async guard<T>(work: Promise<T>, resources: readonly string[]): Promise<T> {
+    try {
+      return await work;
+    } catch (error) {
+      throw quorumError(resources, 'acquire', this.store, error);
+    }
+  }
+
+  /** Until `key` (or, for 'any', a key of the queue) is deleted after `revision`; LockTimeoutError at the deadline. */
+  async forDeletion(
+    queue: Queue,
+    key: IKeyValue | 'any',
+    revision: string,
+    resources: readonly string[],
+    timeout: number,
+  ): Promise<'deleted' | 'lease-ended'> {
+    if (this.#leaseEnded) return 'lease-ended';
+    let started: Promise<KeyWatch> | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      return await new Promise<'deleted' | 'lease-ended'>((resolve, reject) => {
+        const from = String(BigInt(revision) + 1n);
+        const deleted = (): void => resolve('deleted');
+        const failed = (error: Error): void => reject(quorumError(resources, 'acquire', this.store, error));
+        this.#wake = () => resolve('lease-ended');
+        onAbort = () => reject(this.signal.reason);
+        if (this.signal.aborted) return onAbort();
+        this.signal.addEventListener('abort', onAbort, { once: true });
+        timer = setTimeout(
+          () => reject(new LockTimeoutError(resources, timeout, 'held by others')),
+          Math.max(0, this.deadline - monotonicNow()),
+        );
+        started =
+          key === 'any'
+            ? this.store.watchDeletes({ prefix: Buffer.from(queue.prefix) }, from, deleted, failed)
+            : this.store.watchDeletes({ key: key.key }, from, deleted, failed);
+        started.catch(failed);
+      });
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) this.signal.removeEventListener('abort', onAbort);
+      this.#wake = undefined;
+      // A watch still starting when the wait ended is stopped as soon as it exists.
+      started?.then(
+        (w) => w.stop(),
+        () => undefined,
+      );
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.#renewal);
+  }
+}
+
+/**
+ * Extend: renew the lease (its ttl is fixed when granted, so a longer ttl renews it to the granted one) and
+ * check in the same breath that our keys still hang on it (an operator may have deleted one). One round trip.
+ */
+export async function extend(
+  store: EtcdStore,
+  grant: EtcdGrant,
+  ttl: number,
+): Promise<{ grant: Grant } | { failures: NodeFailure[]; extended: number }> {
+  const sentAt = monotonicNow();
+  const granted = Math.min(ttl, grant.leaseSeconds * 1000);
+  try {
+    const [left, held] = await Promise.all([
+      store.keepAlive(grant.leaseId),
+      store.txn('check the lock', {
+        compare: grant.keys.map((key) => ({ key, target: 'Lease', result: 'Equal', lease: grant.leaseId })),
+        success: [],
+        failure: [],
+      }),
+    ]);
+    if (left <= 0 || !held.succeeded) return { failures: [], extended: 0 };
+    return { grant: { ...grant, ttl: granted, validUntil: sentAt + granted - drift(granted) } };
+  } catch (error) {
+    return { failures: [{ node: store.name, error: error as Error }], extended: 0 };
+  }
+}
+
+/**
+ * Calls `lost` once any of the grant's keys is deleted after it was granted (its lease revoked by
+ * forceRelease, or ended; an operator's delete). Watches from the grant's fence on, so a deletion between the
+ * grant and the watch's start is not missed. A watch that cannot start or breaks leaves loss to the renewals.
+ */
+export function watchLoss(store: EtcdStore, grant: EtcdGrant, lost: (reason: string) => void): () => void {
+  let stopped = false;
+  const onDelete = (): void => {
+    if (!stopped) lost('its key in etcd was deleted (its lease was revoked or ended, or the key was deleted)');
+  };
+  const from = String(grant.fence + 1n);
+  const watches = grant.keys.map((key) => {
+    const watch = store.watchDeletes({ key }, from, onDelete, () => undefined);
+    // A watch that cannot start (the cluster out of reach) leaves loss to the renewals: not an unhandled rejection.
+    watch.catch(() => undefined);
+    return watch;
+  });
+  return () => {
+    stopped = true;
+    for (const w of watches)
+      w.then(
+        (watch) => watch.stop(),
+        () => undefined,
+      );
+  };
+}
+
+/** Release: revoke the lease; etcd deletes our keys with it, and the waiter behind each is told by its watch. */
+export async function release(store: EtcdStore, grant: EtcdGrant): Promise<{ released: number; nodes: number }> {
+  const revoked = await store.revoke(grant.leaseId).catch(() => false);
+  return { released: revoked ? 1 : 0, nodes: 1 };
+}
+
+/** The keys of a queue in order (first = holder), the revision they were read at. */
+export async function queueKeys(store: EtcdStore, queue: Queue): Promise<IKeyValue[]> {
+  const res = await store.range('read the queue', {
+    key: Buffer.from(queue.prefix),
+    range_end: prefixEnd(queue.prefix),
+    sort_target: 'Create',
+    sort_order: 'Ascend',
+  });
+  return res.kvs;
+}

@@ -1,0 +1,216 @@
+// The few etcd calls the lock recipe makes, each bounded by a deadline, every failure turned into a NodeError
+// that names the cluster (what a Redis node's error names is its address). The etcd3 package is an optional
+// peer dependency: it is loaded only when a manager is given an etcd:// URL, and a client the user made is
+// used through the small structural type below, so fencelock's types never require it.
+import type { IKeyValue, IRangeRequest, IRangeResponse, ITxnRequest, ITxnResponse, Etcd3, Watcher } from 'etcd3';
+import { InvalidArgumentError, NodeError, NodeTimeoutError } from '../errors.js';
+
+/** An etcd3 client (`new Etcd3({ hosts })`), as far as fencelock needs to recognise one. */
+export interface EtcdClient {
+  /** the client's KV service */
+  readonly kv: object;
+  /** the client's lease service */
+  readonly leaseClient: object;
+  /** starts a watch */
+  watch(): unknown;
+  /** closes the client's connections (fencelock does so only for a client it made from a URL) */
+  close(): void;
+}
+
+/** What `new LockManager(…)` accepts for etcd: an etcd3 client, or an `etcd://host:port,host:port` URL it connects and owns. */
+export type EtcdInput = EtcdClient | string;
+
+const URL_PREFIX = 'etcd://';
+
+export function isEtcdInput(input: unknown): input is EtcdInput {
+  if (typeof input === 'string') return input.startsWith(URL_PREFIX);
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return false;
+  const c = input as Partial<EtcdClient>;
+  return typeof c.kv === 'object' && typeof c.leaseClient === 'object' && typeof c.watch === 'function';
+}
+
+/** `etcd://a:2379,b:2379` → ['http://a:2379', 'http://b:2379']. InvalidArgumentError on anything else. */
+export function parseEtcdUrl(url: string): string[] {
+  if (!url.startsWith(URL_PREFIX))
+    throw new InvalidArgumentError(`etcd URL must be etcd://host:port[,host:port…], got ${JSON.stringify(url)}`);
+  const rest = url.slice(URL_PREFIX.length).replace(/\/+$/, '');
+  const hosts = rest.split(',').map((h) => h.trim());
+  for (const h of hosts)
+    if (!/^[A-Za-z0-9.-]+:\d{1,5}$|^\[[0-9A-Fa-f:]+\]:\d{1,5}$/.test(h))
+      throw new InvalidArgumentError(`etcd URL must be etcd://host:port[,host:port…], got ${JSON.stringify(url)}`);
+  return hosts.map((h) => `http://${h}`);
+}
+
+/** One watch on one key: stop() cancels it. */
+export interface KeyWatch {
+  stop(): void;
+}
+
+export class EtcdStore {
+  /** how errors name the cluster: `etcd://host:port,…` */
+  readonly name: string;
+  readonly #client: Promise<Etcd3>;
+  readonly #owned: boolean;
+  /** the watches started and not yet stopped: each resolves with how to cancel it */
+  readonly #watches = new Set<Promise<() => Promise<unknown>>>();
+  readonly #timeout: number;
+
+  constructor(input: EtcdInput, timeout: number) {
+    this.#timeout = timeout;
+    if (typeof input === 'string') {
+      const hosts = parseEtcdUrl(input);
+      this.name = input;
+      this.#owned = true;
+      this.#client = import('etcd3').then(
+        ({ Etcd3 }) => new Etcd3({ hosts, dialTimeout: timeout }),
+        () => {
+          throw new InvalidArgumentError(`${input} needs the etcd3 package: npm install etcd3`);
+        },
+      );
+    } else {
+      const hosts = (input as unknown as { options?: { hosts?: string | string[] } }).options?.hosts;
+      this.name = `etcd://${[hosts ?? 'client']
+        .flat()
+        .map((h) => h.replace(/^https?:\/\//, ''))
+        .join(',')}`;
+      this.#owned = false;
+      this.#client = Promise.resolve(input as unknown as Etcd3);
+    }
+    // A failed import surfaces at the first call, never as an unhandled rejection.
+    this.#client.catch(() => undefined);
+  }
+
+  /** A lease of `seconds` (the server may grant more: its minimum); its id. */
+  async grant(seconds: number): Promise<{ id: string; ttl: number }> {
+    const res = await this.#call('grant a lease', (c, o) => c.leaseClient.leaseGrant({ TTL: seconds }, o));
+    if (res.error) throw new NodeError(this.name, `lease grant refused: ${res.error}`);
+    return { id: String(res.ID), ttl: Number(res.TTL) };
+  }
+
+  /** Renews the lease to its granted ttl; the ttl (s) left after renewal, 0 when the lease no longer exists. */
+  async keepAlive(id: string): Promise<number> {
+    return this.#call('keep a lease alive', async (c, o) => {
+      const stream = await c.leaseClient.leaseKeepAlive(o);
+      try {
+        const res = await new Promise<{ TTL: string }>((resolve, reject) => {
+          stream.on('data', resolve);
+          stream.on('error', reject);
+          stream.on('end', () => reject(new Error('keep-alive stream ended')));
+          stream.write({ ID: id });
+        });
+        return Math.max(0, Number(res.TTL));
+      } finally {
+        stream.end();
+      }
+    });
+  }
+
+  /** Revokes the lease, deleting every key attached to it. false: it did not exist (any more). */
+  async revoke(id: string): Promise<boolean> {
+    try {
+      await this.#call('revoke a lease', (c, o) => c.leaseClient.leaseRevoke({ ID: id }, o));
+      return true;
+    } catch (error) {
+      if (/lease not found/i.test(String((error as Error).cause ?? error))) return false;
+      throw error;
+    }
+  }
+
+  /** ms left on the lease, -1 when it does not exist. */
+  async timeToLive(id: string): Promise<number> {
+    const res = await this.#call('read a lease', (c, o) => c.leaseClient.leaseTimeToLive({ ID: id }, o));
+    return Number(res.TTL) < 0 ? -1 : Number(res.TTL) * 1000;
+  }
+
+  txn(what: string, req: ITxnRequest): Promise<ITxnResponse> {
+    return this.#call(what, (c, o) => c.kv.txn(req, o));
+  }
+
+  range(what: string, req: IRangeRequest): Promise<IRangeResponse> {
+    return this.#call(what, (c, o) => c.kv.range(req, o));
+  }
+
+  /**
+   * Calls `onDelete` for each deletion of `key` (or, with `{ prefix }`, of any key under it) at or after
+   * `fromRevision` (so a deletion between reading the key and starting the watch is not missed). The
+   * client's watch manager reconnects on its own when a member or the leader fails; `onError` hears of a
+   * watch that cannot go on.
+   */
+  async watchDeletes(
+    what: { key: Buffer } | { prefix: Buffer },
+    fromRevision: string,
+    onDelete: (kv: IKeyValue) => void,
+    onError: (error: Error) => void,
+  ): Promise<KeyWatch> {
+    const client = await this.#client;
+    const builder = 'key' in what ? client.watch().key(what.key) : client.watch().prefix(what.prefix);
+    return this.#watch(builder.startRevision(fromRevision).only('delete'), onDelete, onError);
+  }
+
+  async #watch(builder: ReturnType<Etcd3['watch']>, onDelete: (kv: IKeyValue) => void, onError: (error: Error) => void): Promise<KeyWatch> {
+    const creating = builder.create();
+    // Every watch this store started, until it is cancelled: close() cancels what is left, so that no
+    // watch stream (and its reconnect timers) outlives the manager. A watch that starts after its deadline
+    // is nobody's: it is cancelled as soon as it comes.
+    const cancel = creating.then(
+      (watcher) => () => watcher.cancel().catch(() => undefined),
+      () => () => Promise.resolve(),
+    );
+    this.#watches.add(cancel);
+    const stop = (): void => {
+      this.#watches.delete(cancel);
+      void cancel.then((c) => c());
+    };
+    let watcher: Watcher;
+    try {
+      watcher = await withDeadline(creating, this.#timeout, () => new NodeTimeoutError(this.name, this.#timeout));
+    } catch (error) {
+      stop();
+      throw this.#nodeError('watch a key', error);
+    }
+    watcher.on('delete', (kv) => onDelete(kv));
+    watcher.on('error', (error) => onError(this.#nodeError('watch a key', error)));
+    return { stop };
+  }
+
+  /** Cancels the watches still running; closes the client if the manager made it. */
+  async close(): Promise<void> {
+    const cancels = [...this.#watches];
+    this.#watches.clear();
+    // Bounded: a watch still starting on a cluster out of reach is left to the client's close below.
+    await withDeadline(
+      Promise.all(cancels.map((c) => c.then((cancel) => cancel()))),
+      this.#timeout,
+      () => new Error('watches still starting'),
+    ).catch(() => undefined);
+    if (!this.#owned) return;
+    const client = await this.#client.catch(() => undefined);
+    client?.close();
+  }
+
+  async #call<T>(what: string, run: (client: Etcd3, options: { deadline: Date }) => Promise<T>): Promise<T> {
+    const client = await this.#client;
+    try {
+      return await run(client, { deadline: new Date(Date.now() + this.#timeout) });
+    } catch (error) {
+      throw this.#nodeError(what, error);
+    }
+  }
+
+  #nodeError(what: string, error: unknown): NodeError {
+    if (error instanceof NodeError) return error;
+    const message = error instanceof Error ? error.message : String(error);
+    if (/deadline/i.test(message) || (error as { name?: string })?.name === 'GRPCDeadlineExceededError')
+      return new NodeTimeoutError(this.name, this.#timeout);
+    return new NodeError(this.name, `could not ${what}: ${message}`, { cause: error });
+  }
+}
+
+/** `work`, or `timeoutError()` after `ms`. */
+function withDeadline<T>(work: Promise<T>, ms: number, timeoutError: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(timeoutError()), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,163 @@
+// The lease side of the mutex, after a grant: extend it (compare-and-extend), release it
+// (compare-and-delete), raise a fence counter (write-back and multi-slot fences), and leave a wait queue.
+// Each asks every node in parallel, bounded by nodeTimeout, and reports node errors; none throws.
+import { monotonicNow } from '../clock.js';
+import { NodeError, type NodeFailure } from '../errors.js';
+import { driftOf } from '../options.js';
+import type { RedisNode } from './adapters/index.js';
+import type { NodeExtendReply } from './extend-batch.js';
+import type { ResourceKeys } from './keys.js';
+import type { Grant, NodeSet } from './types.js';
+import { arrayReply } from './replies.js';
+import { scripts } from './scripts/index.js';
+
+/**
+ * Compare-and-extend on all nodes. Resolves with the new grant when a quorum
+ * extended and validity is left; otherwise with the failures, and the lock is lost.
+ */
+export async function extendGrant(
+  redlock: NodeSet,
+  grant: Grant,
+  ttl: number,
+): Promise<{ grant: Grant } | { failures: NodeFailure[]; extended: number }> {
+  redlock.health.used(ttl);
+  const keys = redlock.keys(grant.resources);
+  const keyArgs = (i: number): string[] => [...keys.map((k) => k.lock), redlock.markerFor(i, keys)];
+  const start = monotonicNow();
+  const failures: NodeFailure[] = [];
+  const epochs = [...grant.epochs];
+  const lockKeys = keys.map((k) => k.lock);
+  const extendOn = (i: number): Promise<NodeExtendReply> => {
+    const batcher = redlock.batchers[i];
+    const epoch = grant.epochs[i] ?? '';
+    if (batcher) return batcher.extend(lockKeys, grant.token, ttl, epoch);
+    const node = redlock.nodes[i] as RedisNode;
+    return node
+      .run(scripts.extend, keyArgs(i), [grant.token, String(ttl), epoch], redlock.options.nodeTimeout)
+      .then((reply) => arrayReply(reply, 2, node, 'extend'))
+      .then(([extended, e]) => ({ extended: Number(extended), epoch: typeof e === 'string' ? e : null }));
+  };
+  const counts = await Promise.all(
+    redlock.nodes.map((node, i) =>
+      extendOn(i).then(
+        ({ extended, epoch }) => {
+          redlock.health.observe(i, epoch, monotonicNow(), redlock.scopeFor(i, keys));
+          if (epoch !== null && extended === keys.length) epochs[i] = redlock.epochOf(i, epoch);
+          return extended;
+        },
+        (error: Error) => {
+          failures.push({ node: node.name, error });
+          redlock.reportNodeError(node, error, 'extend', grant.resources);
+          return 0;
+        },
+      ),
+    ),
+  );
+  const extended = counts.filter((c) => c === keys.length).length;
+  const validUntil = start + ttl - driftOf(ttl, redlock.options.driftFactor);
+  if (extended >= redlock.quorum && validUntil > monotonicNow()) {
+    return { grant: { ...grant, ttl, validUntil, epochs } };
+  }
+  return { failures, extended };
+}
+
+/**
+ * raise-fence.lua on node i: raise the counter of `marker` to at least `fence` (on bootstrap, also mark
+ * the node trusted), refused if the node lost its data since it had `epoch`. Resolves true when done; on
+ * failure, records it in `failures`, reports it as a 'fence write-back' node error, and resolves false.
+ */
+export function raiseFenceOn(
+  redlock: NodeSet,
+  i: number,
+  marker: string,
+  fence: bigint,
+  epoch: string,
+  bootstrap: boolean,
+  resources: readonly string[],
+  failures: NodeFailure[],
+): Promise<boolean> {
+  const node = redlock.nodes[i] as RedisNode;
+  return node
+    .run(scripts.raiseFence, [marker], [fence.toString(), epoch, bootstrap ? '1' : '0'], redlock.options.nodeTimeout)
+    .then((ok) => {
+      if (Number(ok) !== 1) throw new NodeError(node.name, 'lost its data during the acquire (fence write-back refused)');
+      return true;
+    })
+    .catch((error: Error) => {
+      failures.push({ node: node.name, error });
+      redlock.reportNodeError(node, error, 'fence write-back', resources);
+      return false;
+    });
+}
+
+/**
+ * Raise the grant's fence counters to `fence` on every node that granted it (a multi-slot lock's one
+ * fence, see cross-slot.ts). ok once a quorum raised them.
+ */
+export async function raiseFence(redlock: NodeSet, grant: Grant, fence: bigint): Promise<{ ok: boolean; failures: NodeFailure[] }> {
+  const keys = redlock.keys(grant.resources);
+  const failures: NodeFailure[] = [];
+  const raised = await Promise.all(
+    redlock.nodes.map((_, i) => {
+      const epoch = grant.epochs[i];
+      if (!epoch) return false;
+      return raiseFenceOn(redlock, i, redlock.markerFor(i, keys), fence, epoch, false, grant.resources, failures);
+    }),
+  );
+  return { ok: raised.filter(Boolean).length >= redlock.quorum, failures };
+}
+
+/** Compare-and-delete on every node; never throws. */
+export async function releaseGrant(redlock: NodeSet, grant: Grant): Promise<{ released: number; nodes: number }> {
+  const all = redlock.nodes.map((_, i) => i);
+  const released = await releaseOn(redlock, all, redlock.keys(grant.resources), grant.token, grant.resources);
+  return { released, nodes: redlock.nodes.length };
+}
+
+export async function releaseOn(
+  redlock: NodeSet,
+  indexes: number[],
+  keys: ResourceKeys[],
+  token: string,
+  resources: readonly string[],
+): Promise<number> {
+  const lockKeys = keys.map((k) => k.lock);
+  const args = [token];
+  const deleted = await Promise.all(
+    indexes.map((i) => {
+      const node = redlock.nodes[i] as RedisNode;
+      return node.run(scripts.release, lockKeys, args, redlock.options.nodeTimeout).then(
+        (n) => Number(n) > 0,
+        (error: Error) => {
+          redlock.reportNodeError(node, error, 'release', resources);
+          return false;
+        },
+      );
+    }),
+  );
+  return deleted.filter(Boolean).length;
+}
+
+/**
+ * A waiter gives up: leave the queues on every node (waking the next waiter
+ * where the lock is free). Best effort: a node that misses it drops our
+ * place when its lease runs out. Never throws.
+ */
+export async function dequeue(
+  redlock: NodeSet,
+  resources: readonly string[],
+  token: string,
+  indexes: readonly number[] = redlock.nodes.map((_, i) => i),
+): Promise<void> {
+  const keys = redlock.keys(resources);
+  const scriptKeys = [...keys.map((k) => k.lock), ...keys.map((k) => k.queue), ...keys.map((k) => k.leases)];
+  const channels = keys.map((k) => k.channel);
+  await Promise.all(
+    indexes.map((i) => {
+      const node = redlock.nodes[i] as RedisNode;
+      return node.run(scripts.dequeue, scriptKeys, [token, ...channels], redlock.options.nodeTimeout).catch((error: Error) => {
+        redlock.reportNodeError(node, error, 'dequeue', resources);
+      });
+    }),
+  );
+}

@@ -1,0 +1,227 @@
+import type { RedisNode } from './adapters/index.js';
+
+/** Called with the index of the node a notification came from, and its payload. */
+type Listener = (node: number, message: string) => void;
+
+interface Channel {
+  readonly listeners: Set<Listener>;
+  /** true once the subscription was answered on every node (or failed, or timed out) */
+  settled: boolean;
+  readonly subscribed: Promise<void>;
+}
+
+export interface Watch {
+  /** resolves once every channel's subscription is in place (or has failed: waiting then relies on its timer) */
+  readonly ready: Promise<void>;
+  /** true when all channels were already subscribed before this watch: nothing published since can be missed */
+  readonly wasReady: boolean;
+  stop(): void;
+}
+
+/**
+ * Release notifications: a release publishes on the resource's channel on
+ * every node, and waiters subscribed there retry at once instead of sleeping
+ * out their backoff. Waiters of one resource share one subscription per node;
+ * the last one to leave unsubscribes.
+ */
+export class ReleaseNotifications {
+  private readonly channels = new Map<string, Channel>();
+
+  constructor(
+    private readonly nodes: readonly RedisNode[],
+    private readonly timeoutMs: number,
+  ) {}
+
+  /** Calls `listener(nodeIndex, message)` for each message published on any of `channels`. */
+  watch(channels: readonly string[], listener: Listener): Watch {
+    let wasReady = true;
+    const pending: Array<Promise<void>> = [];
+    for (const name of channels) {
+      let channel = this.channels.get(name);
+      if (!channel) {
+        const listeners = new Set<Listener>();
+        const subscribed = Promise.all(
+          this.nodes.map((node, i) =>
+            node.subscribe(name, (message) => listeners.forEach((l) => l(i, message)), this.timeoutMs).catch(() => undefined),
+          ),
+        ).then(() => {
+          created.settled = true;
+        });
+        const created: Channel = { listeners, settled: false, subscribed };
+        channel = created;
+        this.channels.set(name, channel);
+      }
+      if (!channel.settled) {
+        wasReady = false;
+        pending.push(channel.subscribed);
+      }
+      channel.listeners.add(listener);
+    }
+    return {
+      ready: Promise.all(pending).then(() => undefined),
+      wasReady,
+      stop: () => {
+        for (const name of channels) {
+          const channel = this.channels.get(name);
+          if (!channel) continue;
+          channel.listeners.delete(listener);
+          if (channel.listeners.size === 0) {
+            this.channels.delete(name);
+            for (const node of this.nodes) void node.unsubscribe(name);
+          }
+        }
+      },
+    };
+  }
+
+  /** True while any waiter of this manager listens (so the uncontended path can skip building channel names). */
+  get watching(): boolean {
+    return this.channels.size > 0;
+  }
+
+  /** True when every channel is subscribed already, so a watch would start listening at once. */
+  isReady(channels: readonly string[]): boolean {
+    return channels.every((name) => this.channels.get(name)?.settled === true);
+  }
+
+  clear(): void {
+    this.channels.clear();
+  }
+}
+
+/** The payload of a release that names no waiter: everyone may try (a forced release, or nobody queued). */
+export const ANYONE = '*';
+
+/**
+ * Collects notifications between attempts and wakes the waiter once enough
+ * distinct nodes have said it may go: with N nodes and a holder on k of
+ * them, one notification is not enough when k - 1 busy nodes would still
+ * block the quorum. A notification naming another waiter is not for us:
+ * it is that waiter's turn.
+ */
+export class Wakeup {
+  private notified = new Set<number>();
+  private needed = 1;
+  private only: number | undefined;
+  private wake: (() => void) | undefined;
+
+  /** `token`: this waiter's owner token, or undefined for a waiter outside the queue (any release wakes it). */
+  constructor(private readonly token: string | undefined) {}
+
+  notify(node: number, message: string): void {
+    if (this.token !== undefined && message !== this.token && message !== ANYONE) return;
+    this.notified.add(node);
+    if (this.ready()) this.wake?.();
+  }
+
+  /** woken by a release in this process (LocalWaiters), not by the nodes: see `takeShortcut` */
+  private shortcut = false;
+
+  /** A lock this process held was just released: try at once, as if every node had said so. False if not waiting now. */
+  wakeForHandoff(nodeCount: number): boolean {
+    if (!this.wake) return false;
+    for (let i = 0; i < nodeCount; i++) this.notified.add(i);
+    this.shortcut = true;
+    this.wake();
+    return true;
+  }
+
+  /** Whether the last wake-up was LocalWaiters' shortcut (and forget it). */
+  takeShortcut(): boolean {
+    const taken = this.shortcut;
+    this.shortcut = false;
+    return taken;
+  }
+
+  private ready(): boolean {
+    return this.only === undefined ? this.notified.size >= this.needed : this.notified.has(this.only);
+  }
+
+  /** Forget notifications seen so far; call right before an attempt starts. */
+  reset(): void {
+    this.notified = new Set();
+  }
+
+  /**
+   * Resolves after `ms`, or earlier once `needed` nodes (or, given `only`,
+   * that one node) said we may go; rejects when the signal aborts.
+   */
+  wait(ms: number, needed: number, signal: AbortSignal | undefined, only?: number): Promise<'notified' | 'timer'> {
+    this.needed = Math.max(1, needed);
+    this.only = only;
+    if (this.ready()) return Promise.resolve('notified');
+    return new Promise((resolve, reject) => {
+      const done = (how: 'notified' | 'timer'): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        this.wake = undefined;
+        resolve(how);
+      };
+      const onAbort = (): void => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(() => done('timer'), Math.max(0, ms));
+      this.wake = () => done('notified');
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+/**
+ * The handoff shortcut within one process. When this process releases a lock, the next holder is often a
+ * waiter of this same process. Woken at once, that waiter's next attempt leaves right behind the release on
+ * the same connections, so each node runs the release first and then grants the waiter: the lock changes
+ * hands in one round trip, instead of a notification there and back plus the waiter's round trip.
+ *
+ * The waiter chosen is this process's earliest (lowest ticket). Whether it really is first in line, a
+ * waiter of another process may be ahead, the acquire script decides as for every attempt: a wrong guess
+ * costs one attempt that finds the lock taken, nothing more. A resource on which the guess keeps missing
+ * (its waiters are mostly elsewhere) gets the shortcut only now and then, to notice when that changes.
+ * Only fair waits for a single resource take part.
+ */
+export class LocalWaiters {
+  private readonly byResource = new Map<string, { readonly waiters: Map<Wakeup, string>; hits: number; skipped: number }>();
+
+  add(resource: string, wakeup: Wakeup, ticket: string): void {
+    let entry = this.byResource.get(resource);
+    if (!entry) {
+      entry = { waiters: new Map(), hits: 1, skipped: 0 };
+      this.byResource.set(resource, entry);
+    }
+    entry.waiters.set(wakeup, ticket);
+  }
+
+  remove(resource: string, wakeup: Wakeup): void {
+    const entry = this.byResource.get(resource);
+    if (!entry) return;
+    entry.waiters.delete(wakeup);
+    if (entry.waiters.size === 0) this.byResource.delete(resource);
+  }
+
+  /** This process released its lock on `resource` (the release already on its way): wake the earliest local waiter. */
+  released(resource: string, nodeCount: number): void {
+    const entry = this.byResource.get(resource);
+    if (!entry) return;
+    // A guess that missed recently is tried again only every 16th release.
+    if (entry.hits < 0.25 && ++entry.skipped < 16) return;
+    entry.skipped = 0;
+    let first: Wakeup | undefined;
+    let firstTicket = '';
+    for (const [wakeup, ticket] of entry.waiters) {
+      if (first === undefined || Number(ticket) < Number(firstTicket)) {
+        first = wakeup;
+        firstTicket = ticket;
+      }
+    }
+    first?.wakeForHandoff(nodeCount);
+  }
+
+  /** How an attempt woken by the shortcut went: a moving score of how often the guess is right. */
+  outcome(resource: string, acquired: boolean): void {
+    const entry = this.byResource.get(resource);
+    if (entry) entry.hits = entry.hits / 2 + (acquired ? 0.5 : 0);
+  }
+}

@@ -1,0 +1,433 @@
+import type { RedisNode } from './adapters/index.js';
+import { monotonicNow } from '../clock.js';
+import { NodeError, type NodeFailure } from '../errors.js';
+import { keysFor, markerKey, slotMarkerFor, type ResourceKeys } from './keys.js';
+import { driftOf, type ResolvedManagerOptions, type WaitForReplicas } from '../options.js';
+import { scripts } from './scripts/index.js';
+import { ExtendBatcher } from './extend-batch.js';
+import { NodeHealth, type NodeReport } from './node-health.js';
+import { acquireKeys, parseAcquireReply, type AcquireReply } from './replies.js';
+import { LocalWaiters } from './notifications.js';
+import { randomHex, randomSlice } from '../random.js';
+import { Repairs } from './repair.js';
+import { judge, nameUntrusted, shortOf } from './judge.js';
+import { dequeue, extendGrant, raiseFenceOn, releaseGrant, releaseOn } from './lease.js';
+import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
+import type { Attempt, Grant, NodeErrorReport, NodeEvents, NodeSet, QueueOptions } from './types.js';
+
+export type { Attempt, Grant, LeaseOps, NodeErrorReport, NodeEvents, QueueOptions, RoundReply } from './types.js';
+
+/**
+ * The mutex's acquire round, and the node set it runs on. One node is the
+ * single-instance lock; N nodes are Redlock. Every step sends the same request
+ * to all nodes in parallel, each bounded by nodeTimeout, and counts answers
+ * against the quorum floor(N/2) + 1. Lease arithmetic uses the monotonic clock only:
+ *
+ *   validity = ttl - elapsed - drift,   drift = floor(ttl * driftFactor) + 2
+ *
+ * measured from just before the first request left. One round, in the order
+ * `acquireOnce` runs it:
+ *
+ *   sendAcquire     the acquire script on every node (or the leader first)
+ *   clearGrant      the common case: all granted, all trusted, one fence: done
+ *   judge           (judge.ts) which answers count: quarantine, trust, repair
+ *   countGrants     (trust.ts) the quorum of trustworthy grants
+ *   agreeOnFence    the largest counter, written back where it lags
+ *   releaseOn       (lease.ts) a round that failed leaves nothing behind
+ *   shortOf         (judge.ts) what a failed round amounts to: busy, no quorum, quarantined
+ *
+ * After the grant, lease.ts extends and releases it; wait.ts waits between rounds.
+ */
+
+/** The longest a connection that has never been ready may take for its first handshake. */
+export const FIRST_CONNECT_MS = 1_000;
+
+/** After a leader failed, waiters go straight to all nodes for this long. */
+const LEADER_COOLDOWN_MS = 1_000;
+
+const NO_QUEUE: QueueOptions = { fair: true, ticket: '', lease: 0 };
+
+export class Redlock implements NodeSet {
+  readonly quorum: number;
+  /**
+   * Starts every owner token this manager's mutex waiters use, so that a release can address the process
+   * of the waiter whose turn it is: it publishes on `<channel>:<managerId>`, which only that manager
+   * listens to (see release.lua). 48 random bits, base64url: 8 characters.
+   */
+  readonly managerId = randomSlice(6).toString('base64url');
+  private readonly marker: string;
+  /** restart quarantine: which nodes lost their data, and until when their grants do not count */
+  readonly health: NodeHealth;
+  /** background repair of nodes that lost their data */
+  readonly repairs: Repairs;
+  /** this process's waiters, for the handoff shortcut (notifications.ts) */
+  readonly localWaiters = new LocalWaiters();
+  /** tells the manager of a node's error (the 'nodeError' event) */
+  readonly reportNodeError: NodeErrorReport;
+  /** node indexes sorted by address: every process picks the same leader whatever order it lists the nodes in */
+  private readonly byName: readonly number[];
+  /** monotonic time of each node's last failed acquire request */
+  private readonly lastFailure: number[];
+  /** background cleanups (waiters leaving queues) that close() lets finish before the connections go */
+  private readonly cleanups = new Set<Promise<unknown>>();
+  /** per standalone node: extensions due together go out as one call (undefined: a Cluster node) */
+  readonly batchers: ReadonlyArray<ExtendBatcher | undefined>;
+  /**
+   * The highest fence counter seen on any node (grants and busy replies). Sent with every acquire on
+   * several nodes: each raises its counter to it first, so the nodes of one round issue the same fence
+   * and the round needs no write-back (a round trip) afterwards. Raising a counter is always safe.
+   */
+  private fenceHint = 0n;
+  /**
+   * Whether the hint is worth its cost (an HGET per node): the nodes' counters drift apart only when a
+   * round does not grant everywhere (contention, a node down), and an uncontended round that granted the
+   * same fence everywhere shows they agree again.
+   */
+  private countersDiffer = false;
+  /**
+   * Per node, the epoch it last reported, as one string of its own. Every held lock keeps its nodes'
+   * epochs; a field split out of a reply can be a slice that keeps the whole reply (or the client's read
+   * buffer) alive, so a lock keeps this shared copy instead (see epochOf).
+   */
+  private readonly epochsSeen: string[] = [];
+  /** some node is a Redis Cluster (keys of one call must share a slot; markers per slot) */
+  readonly anyCluster: boolean;
+  /** the marker scopes of standalone nodes: '' each (see scopeFor) */
+  private readonly standaloneScopes: readonly string[];
+
+  constructor(
+    readonly nodes: readonly RedisNode[],
+    readonly options: ResolvedManagerOptions,
+    events: NodeEvents,
+  ) {
+    this.quorum = Math.floor(nodes.length / 2) + 1;
+    this.marker = markerKey(options.keyPrefix);
+    this.reportNodeError = events.nodeError;
+    this.health = new NodeHealth(options.restartQuarantine, nodes.length, options.driftFactor, (i, left) =>
+      events.nodeQuarantined(nodes[i] as RedisNode, left),
+    );
+    this.repairs = new Repairs({
+      nodes,
+      quorum: this.quorum,
+      nodeTimeout: options.nodeTimeout,
+      keyPrefix: options.keyPrefix,
+      health: this.health,
+      markerOn: (j, scope) => this.markerOn(j, scope),
+      repaired: (i, raised, ms) => events.nodeRepaired(nodes[i] as RedisNode, raised, ms),
+      reportNodeError: (node, error, operation) => events.nodeError(node, error, operation, []),
+    });
+    this.byName = nodes
+      .map((n, i) => [n.name, i] as const)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, i]) => i);
+    this.lastFailure = nodes.map(() => -Infinity);
+    this.batchers = nodes.map((node) => (node.isCluster ? undefined : new ExtendBatcher(node, this.marker, options.nodeTimeout)));
+    this.anyCluster = nodes.some((n) => n.isCluster);
+    this.standaloneScopes = nodes.map(() => '');
+  }
+
+  keys(resources: readonly string[]): ResourceKeys[] {
+    return resources.map((r) => keysFor(this.options.keyPrefix, r));
+  }
+
+  /** The marker (see _node-state.lua) on node i for a lock on `keys`: the node's one, or on a Cluster node its slot's. */
+  markerFor(i: number, keys: readonly ResourceKeys[]): string {
+    return (this.nodes[i] as RedisNode).isCluster ? slotMarkerFor(this.options.keyPrefix, (keys[0] as ResourceKeys).lock) : this.marker;
+  }
+
+  /** Which marker the quarantine tracks for these keys on node i: the node's one (''), or on a Cluster node its slot's. */
+  scopeFor(i: number, keys: readonly ResourceKeys[]): string {
+    return (this.nodes[i] as RedisNode).isCluster ? this.markerFor(i, keys) : '';
+  }
+
+  /**
+   * The marker on node j that covers what marker `scope` covers (scope '': a whole standalone node; else a
+   * Cluster slot's marker key). A standalone node's counter covers every slot; one slot of a Cluster node
+   * does not cover a whole standalone node, so there is none then.
+   */
+  private markerOn(j: number, scope: string): string | undefined {
+    const cluster = (this.nodes[j] as RedisNode).isCluster;
+    if (scope === '') return cluster ? undefined : this.marker;
+    return cluster ? scope : this.marker;
+  }
+
+  /** Runs `work` in the background; `settle()` waits for it. Never rejects. */
+  background(work: Promise<unknown>): void {
+    const tracked = work.catch(() => undefined);
+    this.cleanups.add(tracked);
+    void tracked.then(() => this.cleanups.delete(tracked));
+  }
+
+  /** Resolves once every background cleanup has finished (each is bounded by nodeTimeout). */
+  async settle(): Promise<void> {
+    while (this.cleanups.size > 0) await Promise.all([...this.cleanups]);
+  }
+
+  /** The node a waiter asks first for these resources (see acquireOnce). */
+  leaderFor(resources: readonly string[]): number {
+    let h = 0;
+    for (const r of resources) for (let i = 0; i < r.length; i++) h = (Math.imul(h, 31) + r.charCodeAt(i)) | 0;
+    return this.byName[(h >>> 0) % this.byName.length] as number;
+  }
+
+  static newToken(): string {
+    // 144 random bits: unguessable, and never equal to another holder's.
+    return randomSlice(18).toString('base64url');
+  }
+
+  /** A mutex owner token: this manager's id, then 144 random bits. */
+  waiterToken(): string {
+    return this.managerId + Redlock.newToken();
+  }
+
+  /** The channel on which releases of these resources wake this manager's waiters (their turn has come). */
+  managerChannel(channel: string): string {
+    return `${channel}:${this.managerId}`;
+  }
+
+  /**
+   * One acquire round, read top to bottom: send the acquire script to every node (sendAcquire), judge the
+   * replies (trust, restart quarantine: judge + countGrants), agree on the fence and write it back
+   * (agreeOnFence), then keep the lock or clean up and say why not (shortfall). On any failure it has
+   * already released what it took.
+   *
+   * `leaderFirst` (used by waiters on their retries): ask one node first, and
+   * only if it grants, the others. Waiters woken by the same release would
+   * otherwise split the nodes' votes between them so that nobody reaches a
+   * quorum and all back off; with a leader, the losers stop after one request
+   * and touch nothing. The leader depends on the resource, not on the order
+   * the clients were given in, so all processes agree on it. A leader that
+   * failed recently is skipped.
+   */
+  async acquireOnce(
+    resources: readonly string[],
+    token: string,
+    ttl: number,
+    queue: QueueOptions = NO_QUEUE,
+    leaderFirst = false,
+  ): Promise<Attempt> {
+    this.health.used(ttl);
+    const keys = this.keys(resources);
+    const start = monotonicNow();
+    const replies = await this.sendAcquire(resources, keys, token, ttl, queue, leaderFirst);
+    if (!Array.isArray(replies)) return replies;
+    const clear = this.clearGrant(resources, token, ttl, start, replies, keys);
+    if (clear) return clear;
+
+    const failures: NodeFailure[] = [];
+    const answers = judge(
+      this,
+      replies.map((r) => (r.kind === 'held' ? { ...r, wait: r.pttl < 0 || (r.pttl === 0 && r.ahead) ? Infinity : r.pttl } : r)),
+      this.nodes.map((_, i) => this.scopeFor(i, keys)),
+      resources,
+      failures,
+    );
+    const count = countGrants(answers, this.quorum);
+    nameUntrusted(this, count, failures);
+    if (count.counted.length >= this.quorum) {
+      const grant = await this.agreeOnFence(resources, keys, token, ttl, start, replies, answers, count, failures);
+      if (grant) {
+        // Nodes that said "held" (the last holder's key was still there) queued us: leave those queues,
+        // or we would stand first in line there, holding up the next waiter until our place lapses.
+        const queuedOn = replies.flatMap((r, i) => (r.kind === 'held' && queue.ticket !== '' ? [i] : []));
+        if (queuedOn.length > 0) this.background(dequeue(this, resources, token, queuedOn));
+        return { kind: 'acquired', grant };
+      }
+    }
+
+    // Release wherever the key may have been written: winners, quarantined
+    // nodes and nodes whose answer we never saw. Nodes that answered "held" wrote nothing.
+    const touched = this.nodes.map((_, i) => i).filter((i) => replies[i]?.kind !== 'held');
+    await releaseOn(this, touched, keys, token, resources);
+    if (count.counted.length >= this.quorum) return { kind: 'expired' };
+    return shortOf(this, answers, count, failures);
+  }
+
+  /**
+   * The common case in a few lines: every node granted, every node is trusted, none is in restart
+   * quarantine (node-health.ts says so), and all issued the same fence (their counters agree), with
+   * validity left. Nothing to judge, write back or clean up. Anything else (undefined) takes the full
+   * path below, which decides the same way in this case.
+   */
+  private clearGrant(
+    resources: readonly string[],
+    token: string,
+    ttl: number,
+    start: number,
+    replies: readonly AcquireReply[],
+    keys: readonly ResourceKeys[],
+  ): Attempt | undefined {
+    const first = replies[0];
+    if (first?.kind !== 'granted' || this.options.waitForReplicas) return undefined;
+    for (const r of replies) {
+      if (r.kind !== 'granted' || !r.trusted) return undefined;
+      if (r.fence !== first.fence) return void (this.countersDiffer = true);
+    }
+    const now = monotonicNow();
+    if (!this.health.allClear(replies as ReadonlyArray<NodeReport & { readonly epoch: string }>, this.scopesOf(keys), now))
+      return undefined;
+    const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
+    if (validUntil <= now) return undefined;
+    const epochs = replies.map((r) => (r as { epoch: string }).epoch);
+    this.countersDiffer = false;
+    return { kind: 'acquired', grant: { resources, token, fence: first.fence, ttl, validUntil, epochs } };
+  }
+
+  /** `epoch` as node i's shared copy: the same string for every lock while the node keeps its epoch. */
+  epochOf(i: number, epoch: string): string {
+    const seen = this.epochsSeen[i];
+    if (seen === epoch) return seen;
+    // A new epoch (rare: the first reply, or the node lost its data): copied out, so it holds nothing else.
+    const copy = Buffer.from(epoch, 'utf8').toString('utf8');
+    this.epochsSeen[i] = copy;
+    return copy;
+  }
+
+  /** Per node, the marker scope of these keys (see scopeFor); one shared array when no node is a Cluster. */
+  private scopesOf(keys: readonly ResourceKeys[]): readonly string[] {
+    return this.anyCluster ? this.nodes.map((_, i) => this.scopeFor(i, keys)) : this.standaloneScopes;
+  }
+
+  /** The acquire script on every node in parallel (or on the leader first): each node's reply or error. */
+  private sendAcquire(
+    resources: readonly string[],
+    keys: ResourceKeys[],
+    token: string,
+    ttl: number,
+    queue: QueueOptions,
+    leaderFirst: boolean,
+  ): Promise<AcquireReply[] | Attempt> {
+    const start = monotonicNow();
+    const args = [
+      token,
+      String(ttl),
+      String(resources.length),
+      randomHex(8),
+      queue.ticket,
+      String(queue.lease),
+      queue.fair ? '1' : '0',
+      this.health.wantAge(start) ? '1' : '0',
+      // Only needed once the nodes' counters have drifted apart (see fenceHint); never on one node.
+      this.countersDiffer ? this.fenceHint.toString() : '',
+    ];
+    // Standalone nodes all take the same keys (their marker has one name); a Cluster node's marker is its slot's.
+    const shared = this.anyCluster ? undefined : acquireKeys(keys, this.marker);
+    // A connection not yet up (a manager built from URLs a moment ago) may take longer, within what the lease allows.
+    const firstConnect = Math.max(this.options.nodeTimeout, Math.min(FIRST_CONNECT_MS, Math.floor(ttl / 3)));
+    const ask = (i: number): Promise<AcquireReply> => {
+      const node = this.nodes[i] as RedisNode;
+      const failed = (error: Error): AcquireReply => {
+        this.lastFailure[i] = monotonicNow();
+        return { kind: 'error', error };
+      };
+      const asked = node.run(
+        scripts.acquire,
+        shared ?? acquireKeys(keys, this.markerFor(i, keys)),
+        args,
+        this.options.nodeTimeout,
+        firstConnect,
+      );
+      if (!this.options.waitForReplicas)
+        return asked.then((reply) => {
+          const parsed = parseAcquireReply(reply, node, (epoch) => this.epochOf(i, epoch));
+          if (parsed.kind === 'error') this.lastFailure[i] = monotonicNow();
+          else if (parsed.counter > this.fenceHint) this.fenceHint = parsed.counter;
+          if (parsed.kind !== 'granted' && this.nodes.length > 1) this.countersDiffer = true;
+          return parsed;
+        }, failed);
+      return asked
+        .then((reply) => parseAcquireReply(reply, node, (epoch) => this.epochOf(i, epoch)))
+        .then((reply) =>
+          reply.kind === 'error' ? Promise.reject(reply.error) : reply.kind === 'granted' ? this.replicated(i, keys, reply) : reply,
+        )
+        .then(undefined, failed);
+    };
+    if (this.nodes.length === 1) return Promise.all([ask(0)]);
+    const leader = leaderFirst ? this.leaderFor(resources) : -1;
+    if (leader < 0 || start - (this.lastFailure[leader] as number) <= LEADER_COOLDOWN_MS)
+      return Promise.all(this.nodes.map((_, i) => ask(i)));
+    return ask(leader).then((first): AcquireReply[] | Attempt | Promise<AcquireReply[]> => {
+      if (first.kind === 'held') {
+        this.health.observe(leader, first.epoch, monotonicNow(), this.scopeFor(leader, keys));
+        return { kind: 'busy', retryAfter: first.pttl < 0 ? Infinity : first.pttl, busyNodes: 1, behind: first.ahead, leader };
+      }
+      return Promise.all(this.nodes.map((_, i) => (i === leader ? first : ask(i))));
+    });
+  }
+
+  /**
+   * waitForReplicas: a grant counts only once enough replicas of that node have the write. Otherwise it
+   * is that node's error (its key is released with the others' when the round fails).
+   */
+  private async replicated(i: number, keys: readonly ResourceKeys[], reply: AcquireReply): Promise<AcquireReply> {
+    const { replicas, timeout } = this.options.waitForReplicas as WaitForReplicas;
+    const node = this.nodes[i] as RedisNode;
+    const acked = await node.waitForReplicas((keys[0] as ResourceKeys).lock, replicas, timeout, this.options.nodeTimeout);
+    if (acked >= replicas) return reply;
+    throw new NodeError(node.name, `only ${acked} of ${replicas} replicas confirmed the lock within ${timeout} ms (waitForReplicas)`);
+  }
+
+  /**
+   * The fence is the largest counter among the granting nodes, written back to
+   * those that had less (and to untrusted ones counted by the "every node
+   * answered" rule): the next holder's quorum overlaps ours in at least one
+   * trustworthy node, whose counter then already exceeds our fence.
+   */
+  private async agreeOnFence(
+    resources: readonly string[],
+    keys: ResourceKeys[],
+    token: string,
+    ttl: number,
+    start: number,
+    replies: AcquireReply[],
+    answers: readonly NodeAnswer[],
+    count: GrantCount,
+    failures: NodeFailure[],
+  ): Promise<Grant | undefined> {
+    const granted = replies.flatMap((r, i) => (r.kind === 'granted' ? [{ i, r }] : []));
+    const fence = granted.reduce((max, { r }) => (r.fence > max ? r.fence : max), 0n);
+    // Every node that granted ran INCR, quarantined ones included: raise them all, not just the quorum.
+    // On bootstrap, mark every answering node trusted (raising a counter is always safe), so that
+    // a new deployment does not leave its other nodes untrusted for every later resource.
+    const repair = replies.flatMap((r, i) => {
+      if (r.kind === 'error' || (r.kind === 'held' && !count.bootstrap)) return [];
+      const needed = count.bootstrap || (r.kind === 'granted' && r.fence < fence) || !r.trusted;
+      return needed ? [{ i, r }] : [];
+    });
+    const needsRepair = new Set(repair.map(({ i }) => i));
+    // The fence only has to reach a quorum: if enough counted nodes already hold it, nodes that merely lag
+    // (they answered "held" last time, so missed an increment) are raised in the background, which saves
+    // a round trip on most contended acquires. Repairs of trust (bootstrap, untrusted counters) are awaited.
+    const atFence = count.counted.filter((i) => !needsRepair.has(i)).length;
+    const lagOnly = (r: AcquireReply): boolean => !count.bootstrap && r.kind === 'granted' && r.trusted;
+    const lazy = atFence >= this.quorum ? repair.filter(({ r }) => lagOnly(r)) : [];
+    const lazySet = new Set(lazy.map(({ i }) => i));
+    const repaired = new Set<number>();
+    const raise = async ({ i, r }: { i: number; r: AcquireReply }): Promise<void> => {
+      const epoch = r.kind === 'error' ? '' : r.epoch;
+      // A node in restart quarantine is never marked trusted: that would hide its data loss from other managers.
+      const trust = count.bootstrap && answers[i]?.quarantine === 0;
+      if (await raiseFenceOn(this, i, this.markerFor(i, keys), fence, epoch, trust, resources, failures)) repaired.add(i);
+    };
+    for (const lagging of lazy) void raise(lagging);
+    await Promise.all(repair.filter(({ i }) => !lazySet.has(i)).map(raise));
+    const confirmed = count.counted.filter((i) => !needsRepair.has(i) || lazySet.has(i) || repaired.has(i));
+    const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
+    if (confirmed.length < this.quorum || validUntil <= monotonicNow()) return undefined;
+    const epochs = this.nodes.map((_, i) => {
+      const reply = replies[i];
+      return reply?.kind === 'granted' ? reply.epoch : '';
+    });
+    return { resources, token, fence, ttl, validUntil, epochs };
+  }
+
+  /** Compare-and-extend on all nodes (lease.ts): the new grant when a quorum extended with validity left. */
+  extend(grant: Grant, ttl: number): Promise<{ grant: Grant } | { failures: NodeFailure[]; extended: number }> {
+    return extendGrant(this, grant, ttl);
+  }
+
+  /** Compare-and-delete on every node (lease.ts); never throws. */
+  release(grant: Grant): Promise<{ released: number; nodes: number }> {
+    return releaseGrant(this, grant);
+  }
+}

@@ -1,0 +1,101 @@
+-- Acquire one or more lock keys on this node, all or nothing, in queue order.
+-- KEYS[1..n]      lock keys (<prefix>{<resource>}:lock), in the caller's (sorted) order
+-- KEYS[n+1]       this node's marker (see _node-state.lua)
+-- Each resource's other keys are named after its lock key (src/redis/keys.ts), so they share its hash slot and
+-- need not travel with every call (each argument costs the client and the server):
+--   <base>:fence   fencelock 0.1's per-resource counter (folded in, see _node-state.lua)
+--   <base>:queue   the wait queue (sorted set: member = owner token, score = ticket)
+--   <base>:leases  the queue's leases (sorted set: member = owner token, score = lease end, ms)
+-- ARGV[1] owner token   ARGV[2] ttl ms   ARGV[3] n   ARGV[4] epoch to use if the marker is missing
+-- ARGV[5] ticket: '' = do not queue (one attempt), else this waiter's place (arrival time)
+-- ARGV[6] queue lease ms   ARGV[7] '1' = fair: a queued waiter ahead of us takes precedence
+-- ARGV[8] '1' = report the marker's age even when the node is trusted (restart quarantine)
+-- ARGV[9] the highest fence the client has seen on any of its nodes ('' = none): the counter is raised to
+--         it first, so the nodes of one round issue the same fence and none needs a write-back afterwards
+-- Returns one string of space-separated fields (one bulk reply is cheaper to send and parse than an array):
+--   '1 fence epoch age trusted longest' when acquired (marker age ms, node trusted 1/0, longest ttl ms);
+--   '0 held epoch age trusted longest ahead counter' when not: the longest remaining ms of the keys held by
+--   others (-1: no expiry, 0: free), 1 if another waiter is ahead of us in a queue, and the node's fence
+--   counter (only when ARGV[9] is given, else 0).
+-- #include _node-state.lua
+local n = tonumber(ARGV[3])
+local token, ticket, fair = ARGV[1], ARGV[5], ARGV[7] == '1'
+local marker = KEYS[n + 1]
+-- Each resource's key name without ':lock': its other keys are this plus a suffix, built only when used.
+local base = {}
+for i = 1, n do base[i] = string.sub(KEYS[i], 1, -6) end
+local epoch, age, trusted, longest = node_state(marker, ARGV[2], ARGV[4], ARGV[8] == '1')
+
+-- GET (not EXISTS) so that a key of another type fails with WRONGTYPE instead
+-- of being treated as a lock: we never touch data we did not write.
+-- A key that already holds our token is our own earlier attempt of this same
+-- acquire (a reply that arrived too late): it counts as ours, not as a rival.
+local held, held_ms = false, 0
+for i = 1, n do
+  local current = redis.call('GET', KEYS[i])
+  if current and current ~= token then
+    held = true
+    local pttl = redis.call('PTTL', KEYS[i])
+    if pttl < 0 or held_ms < 0 then held_ms = -1 elseif pttl > held_ms then held_ms = pttl end
+  end
+end
+
+-- The first live waiter of queue i: {token, ticket} or {}. Waiters whose lease
+-- ran out (a crashed process) are dropped here, so they block nobody for long.
+local function head(i)
+  local q, l = base[i] .. ':queue', base[i] .. ':leases'
+  local h = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+  if #h == 0 or h[1] == token then return h end
+  local dead = redis.call('ZRANGEBYSCORE', l, '-inf', clock(), 'LIMIT', 0, 100)
+  if #dead == 0 then return h end
+  redis.call('ZREM', q, unpack(dead))
+  redis.call('ZREM', l, unpack(dead))
+  return redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+end
+
+-- Fair: a free lock still goes to the first waiter in line, not to whoever asks first.
+local ahead, queued = false, false
+if fair then
+  for i = 1, n do
+    -- While the lock is held, a dead head need not be looked for yet: our turn cannot come now anyway.
+    local h = held and redis.call('ZRANGE', base[i] .. ':queue', 0, 0, 'WITHSCORES') or head(i)
+    if h[1] == token then
+      queued = true
+    elseif h[1] then
+      -- Another waiter is first, unless our own ticket is earlier (we have not been queued here yet).
+      local theirs, ours = tonumber(h[2]), tonumber(ticket)
+      if not ours or theirs < ours or (theirs == ours and h[1] < token) then ahead = true end
+    end
+  end
+end
+
+if held or ahead then
+  if fair and ticket ~= '' then
+    local lease_end = clock() + tonumber(ARGV[6])
+    for i = 1, n do
+      local q, l = base[i] .. ':queue', base[i] .. ':leases'
+      redis.call('ZADD', q, 'NX', ticket, token)
+      redis.call('ZADD', l, lease_end, token)
+      -- Queues of a resource nobody waits for any more vanish on their own.
+      redis.call('PEXPIRE', q, ARGV[6])
+      redis.call('PEXPIRE', l, ARGV[6])
+    end
+  end
+  local counter = ARGV[9] ~= '' and (redis.call('HGET', marker, 'fence') or '0') or '0'
+  return '0 ' .. held_ms .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest .. (ahead and ' 1 ' or ' 0 ') .. counter
+end
+
+-- One counter for every resource: the fence exceeds every earlier fence of each of them.
+for i = 1, n do fold_legacy(marker, base[i] .. ':fence') end
+if ARGV[9] ~= '' then raise_counter(marker, ARGV[9]) end
+local fence = next_fence(marker)
+for i = 1, n do redis.call('SET', KEYS[i], token, 'PX', ARGV[2]) end
+-- Our turn has come: leave the queue.
+if queued then
+  for i = 1, n do
+    redis.call('ZREM', base[i] .. ':queue', token)
+    redis.call('ZREM', base[i] .. ':leases', token)
+  end
+end
+-- Concatenated by hand from strings: table.concat, and every Lua number turned into text, cost more.
+return '1 ' .. fence .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest

@@ -1,0 +1,318 @@
+// Curator's lock recipe (InterProcessMutex), for one or several queues at once:
+//
+//   1. enqueue        one transaction creates an ephemeral sequential znode in every queue (the queues'
+//                     parents are created first if missing), owned by our session, holding our owner token
+//   2. fence          our znode's creation zxid: ensemble-wide, strictly increasing (a queue's sequence
+//                     numbers start over when its parent is re-created, so they are no fence)
+//   3. wait (turn)    per queue, watch the znode just before ours until none is in the way (FIFO: one
+//                     release wakes one waiter); the session keeps our place meanwhile
+//
+// The lease is the session: our znodes live as long as it does. A lock is valid from the last round trip
+// that found its znodes, for the session's timeout (the ensemble cannot end the session sooner after hearing
+// from us), less a drift allowance. Release deletes the znodes (and the queue's parent when it is empty).
+import type { Grant, LeaseOps, RetryInfo, WaitResult } from '../backend.js';
+import { monotonicNow } from '../clock.js';
+import { callClock, pauseAfterFailure, storeQuorumError, untilGranted, type CallClock } from '../consensus-call.js';
+import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
+import { driftOf, type ResolvedAcquire } from '../options.js';
+import { randomHex } from '../random.js';
+import { blocker, nodePrefix, ordered, type Child, type Queue } from './queue.js';
+import { zxid, type Session, type ZooKeeperStore } from './store.js';
+
+/** What a lease loses to the servers' clocks running fast: the Redis default's allowance (not an option here). */
+const DRIFT_FACTOR = 0.01;
+const drift = (ttl: number): number => driftOf(ttl, DRIFT_FACTOR);
+
+/** A ZooKeeper grant: its znodes, and the session that owns them. */
+export interface ZooKeeperGrant extends Grant {
+  readonly paths: readonly string[];
+  readonly sessionId: string;
+  /** the session's timeout as the ensemble granted it, ms: a lock's validity never exceeds it */
+  readonly sessionTimeout: number;
+}
+
+/** What one acquire call asks: its queues (one per resource), and what names it in messages. */
+export interface Hold {
+  readonly queues: readonly Queue[];
+  readonly resources: readonly string[];
+  /** extend and release of the grant (the backend's) */
+  readonly ops: LeaseOps;
+}
+
+/** One acquire call: what each of its steps needs. */
+interface Call extends CallClock {
+  readonly store: ZooKeeperStore;
+  readonly hold: Hold;
+  readonly onRetry: (info: RetryInfo) => void;
+  /** this call's owner token: the data of its znodes, and part of their names */
+  readonly token: string;
+}
+
+const quorumError = (resources: readonly string[], operation: string, store: ZooKeeperStore, error: unknown): QuorumError =>
+  storeQuorumError(resources, operation, store.name, error);
+
+/** The validity a round trip sent at `sentAt` gives a lock of `ttl` on a session of `sessionTimeout`. */
+const validFrom = (sentAt: number, ttl: number, sessionTimeout: number): number => {
+  const lease = Math.min(ttl, sessionTimeout);
+  return sentAt + lease - drift(lease);
+};
+
+/**
+ * Waits until this call is at the front of every queue, or its timeout passes (LockTimeoutError), or the
+ * signal aborts. Whatever it put in ZooKeeper is deleted on failure.
+ */
+export function acquire(
+  store: ZooKeeperStore,
+  hold: Hold,
+  o: ResolvedAcquire,
+  signal: AbortSignal,
+  onRetry: (info: RetryInfo) => void,
+): Promise<WaitResult> {
+  const call: Call = { ...callClock(o, signal), store, hold, onRetry, token: randomHex(18) };
+  return untilGranted({ ...call, resources: hold.resources }, () => attempt(call), 'its session expired while it waited');
+}
+
+/** One pass: our znodes, our fence, our turn. undefined when the session expired while we waited (start over). */
+async function attempt(call: Call): Promise<ZooKeeperGrant | undefined> {
+  const { store, hold, o } = call;
+  let session: Session;
+  try {
+    session = await store.session();
+  } catch (error) {
+    throw quorumError(hold.resources, 'acquire', store, error);
+  }
+  // Nobody waits behind a caller that gave up; a znode whose create answer was lost is found by its name.
+  const cleanUp = (): Promise<number> => removeForSure(store, session.id, () => removeOurs(store, hold.queues, call.token));
+  try {
+    const paths = await enqueue(store, hold.queues, call.token);
+    const fence = await fenceOf(store, paths, hold.resources);
+    const turn = await takeTurn(call, session, paths);
+    if (turn === 'expired') {
+      await cleanUp();
+      return undefined;
+    }
+    const grant: ZooKeeperGrant = {
+      resources: hold.resources,
+      token: call.token,
+      fence,
+      ttl: Math.min(o.ttl, session.timeout),
+      validUntil: validFrom(turn.sentAt, o.ttl, session.timeout),
+      paths,
+      sessionId: session.id,
+      sessionTimeout: session.timeout,
+      ops: hold.ops,
+    };
+    if (grant.validUntil <= monotonicNow())
+      throw new LockTimeoutError(hold.resources, o.timeout, 'granted, but too slowly to leave any validity');
+    return grant;
+  } catch (error) {
+    await cleanUp();
+    throw error instanceof NodeError ? quorumError(hold.resources, 'acquire', store, error) : error;
+  }
+}
+
+/** Step 1: the queues' parents, then our znode in every queue in one transaction (a parent deleted meanwhile by a release: again). */
+async function enqueue(store: ZooKeeperStore, queues: readonly Queue[], token: string): Promise<string[]> {
+  for (let tries = 1; ; tries++) {
+    await Promise.all(queues.map((q) => store.ensurePath(q.path)));
+    const paths = await store.createSequential(
+      queues.map((q) => nodePrefix(q, token)),
+      Buffer.from(token),
+    );
+    if (paths) return paths;
+    if (tries >= 5) throw new NodeError(store.name, 'could not enqueue: its queue was deleted under it 5 times in a row');
+  }
+}
+
+/** Step 2: the zxid that created our znodes (one transaction: one zxid for all). */
+async function fenceOf(store: ZooKeeperStore, paths: readonly string[], resources: readonly string[]): Promise<bigint> {
+  const stat = await store.exists(paths[0] as string);
+  if (!stat)
+    throw quorumError(resources, 'acquire', store, new NodeError(store.name, 'our znode vanished before the turn (session expired)'));
+  return zxid(stat.czxid);
+}
+
+/** Step 3: until nothing is in our way in any queue. `sentAt`: the last round trip that found us in line. */
+async function takeTurn(call: Call, session: Session, paths: readonly string[]): Promise<{ sentAt: number } | 'expired'> {
+  const { store, hold, o } = call;
+  let retries = 0;
+  let sentAt = monotonicNow();
+  for (const [i, queue] of hold.queues.entries()) {
+    const mine = Number((paths[i] as string).slice(-10));
+    // Bounded: each pass waits for one change in this queue, or ends the call.
+    for (let failures = 0; ;) {
+      let woke: 'changed' | 'expired';
+      try {
+        sentAt = monotonicNow();
+        const names = await store.children(queue.path);
+        const all = ordered(names ?? []);
+        if (!all.some((c) => c.seq === mine)) return 'expired'; // our znode is gone: the session ended
+        const inWay = blocker(
+          queue,
+          all.filter((c) => c.seq < mine),
+        );
+        if (inWay === null) break;
+        if (o.timeout === 0) throw new LockTimeoutError(hold.resources, 0, 'held by others');
+        woke = await waitForChange(call, session, queue, inWay);
+      } catch (error) {
+        if (!(error instanceof NodeError)) throw error;
+        // Our place is kept by the session meanwhile: look again after the pause.
+        await pauseAfterFailure(call, quorumError(hold.resources, 'acquire', store, error), failures++);
+        continue;
+      }
+      if (woke === 'expired') return 'expired';
+      failures = 0;
+      call.onRetry({ resources: hold.resources, attempt: ++retries, reason: 'notified', waited: monotonicNow() - call.started });
+    }
+  }
+  return { sentAt };
+}
+
+/**
+ * Until the child in our way goes (or, for 'any', the queue's children change), the session expires, the
+ * deadline passes (LockTimeoutError) or the signal aborts.
+ */
+async function waitForChange(call: Call, session: Session, queue: Queue, inWay: Child | 'any'): Promise<'changed' | 'expired'> {
+  const { store, hold, signal } = call;
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  let stopExpiry: (() => void) | undefined;
+  try {
+    return await new Promise<'changed' | 'expired'>((resolve, reject) => {
+      onAbort = () => reject(signal.reason);
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      stopExpiry = store.onExpiry((id) => id === session.id && resolve('expired'));
+      timer = setTimeout(
+        () => reject(new LockTimeoutError(hold.resources, call.o.timeout, 'held by others')),
+        Math.max(0, call.deadline - monotonicNow()),
+      );
+      const changed = (): void => resolve('changed');
+      const watch =
+        inWay === 'any'
+          ? store.children(queue.path, changed).then(() => undefined)
+          : store.exists(`${queue.path}/${inWay.name}`, changed).then((stat) => {
+              if (!stat) resolve('changed'); // gone before the watch was set
+            });
+      watch.catch(reject);
+    });
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+    stopExpiry?.();
+  }
+}
+
+/** Whether every one of the grant's znodes is still there, owned by its session. */
+async function stillHeld(store: ZooKeeperStore, grant: ZooKeeperGrant): Promise<boolean> {
+  const session = await store.session();
+  if (session.id !== grant.sessionId) return false;
+  const stats = await Promise.all(grant.paths.map((p) => store.exists(p)));
+  return stats.every((s) => s !== null && s.ephemeralOwner.toString('hex') === grant.sessionId);
+}
+
+/**
+ * Extend: the session is the lease, kept alive by the client's pings; extending checks in one round trip
+ * that our znodes are still there, and dates the validity from it (at most the session's timeout).
+ */
+export async function extend(
+  store: ZooKeeperStore,
+  grant: ZooKeeperGrant,
+  ttl: number,
+): Promise<{ grant: Grant } | { failures: NodeFailure[]; extended: number }> {
+  const sentAt = monotonicNow();
+  try {
+    if (!(await stillHeld(store, grant))) return { failures: [], extended: 0 };
+    return { grant: { ...grant, ttl: Math.min(ttl, grant.sessionTimeout), validUntil: validFrom(sentAt, ttl, grant.sessionTimeout) } };
+  } catch (error) {
+    return { failures: [{ node: store.name, error: error as Error }], extended: 0 };
+  }
+}
+
+/**
+ * Calls `lost` once one of the grant's znodes is deleted (forceRelease, an operator) or its session
+ * expires. A watch that cannot be set leaves loss to the extensions.
+ */
+export function watchLoss(store: ZooKeeperStore, grant: ZooKeeperGrant, lost: (reason: string) => void): () => void {
+  let stopped = false;
+  const tell = (reason: string): void => {
+    if (stopped) return;
+    stopped = true;
+    lost(reason);
+  };
+  const stopExpiry = store.onExpiry((id) => id === grant.sessionId && tell('its ZooKeeper session expired'));
+  const watch = (path: string): void => {
+    if (stopped) return;
+    store
+      .exists(path, () => watch(path)) // one-shot: look again on every event
+      .then((stat) => {
+        if (!stat) tell('its znode was deleted');
+      })
+      .catch(() => undefined);
+  };
+  for (const path of grant.paths) watch(path);
+  return () => {
+    stopped = true;
+    stopExpiry();
+  };
+}
+
+/** Deletes `paths` and, where that left a queue empty, the queue's znode; how many were there. */
+async function removeAll(store: ZooKeeperStore, paths: readonly string[]): Promise<number> {
+  const removed = await Promise.all(paths.map((p) => store.remove(p)));
+  await Promise.all(paths.map((p) => store.removeIfEmpty(p.slice(0, p.lastIndexOf('/'))).catch(() => undefined)));
+  return removed.filter(Boolean).length;
+}
+
+/** Deletes every znode of ours (by the token in its name) in `queues`; how many were there. */
+async function removeOurs(store: ZooKeeperStore, queues: readonly Queue[], token: string): Promise<number> {
+  const counts = await Promise.all(
+    queues.map(async (q) => {
+      const names = (await store.children(q.path)) ?? [];
+      return removeAll(
+        store,
+        names.filter((n) => n.includes(`-${token}-`)).map((n) => `${q.path}/${n}`),
+      );
+    }),
+  );
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+/** How often a delete the ensemble refused is tried again in the background: about 10 minutes at most. */
+const MAX_DELETE_RETRIES = 600;
+
+/**
+ * Curator's guaranteed delete. Our znodes must go even when the ensemble cannot answer right now (a delete
+ * sent during a leader election fails at once): one left behind, owned by a session that lives on, would
+ * block its queue for as long as this manager runs, its own next acquire included. Tried now; if that
+ * fails, again in the background (after 100 ms, doubling to 1 s) until it succeeds, the session ends (its
+ * znodes go with it) or the manager closes. Resolves with how many znodes the first try deleted.
+ */
+async function removeForSure(store: ZooKeeperStore, sessionId: string, remove: () => Promise<number>): Promise<number> {
+  try {
+    return await remove();
+  } catch {
+    void (async () => {
+      for (
+        let tries = 0, pause = 100;
+        tries < MAX_DELETE_RETRIES && (await store.holds(sessionId));
+        tries++, pause = Math.min(pause * 2, 1_000)
+      ) {
+        await new Promise((r) => setTimeout(r, pause));
+        try {
+          await remove();
+          return;
+        } catch {
+          // The ensemble still cannot answer: again after the pause.
+        }
+      }
+    })();
+    return 0;
+  }
+}
+
+/** Release: delete our znodes (for sure: see removeForSure); the waiter behind each is told by its watch. */
+export async function release(store: ZooKeeperStore, grant: ZooKeeperGrant): Promise<{ released: number; nodes: number }> {
+  const removed = await removeForSure(store, grant.sessionId, () => removeAll(store, grant.paths));
+  return { released: removed > 0 ? 1 : 0, nodes: 1 };
+}

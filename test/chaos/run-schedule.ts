@@ -1,0 +1,131 @@
+// Runs one fault schedule against real processes: five fresh lock nodes (each behind a TCP proxy), a storage
+// node for the fenced store, the schedule's workers (workers.ts), and a nemesis applying the steps at their
+// times. Every history goes through the checker (history.ts).
+import { Redis } from 'ioredis';
+import { startRedisNode, startRedisNodes, type LocalRedisNode, type LocalRedisNodes } from '../../src/testing/index.js';
+import { checkHistory, freeze, startProxy, startWorkers, storeLogs, thaw, type Proxy, type WorkerPool } from '../support/faults/index.js';
+import { NODES, type Fault, type Schedule } from './schedule.js';
+
+export interface Outcome {
+  /** operations the workers attempted (holds, losses, timeouts, errors) */
+  readonly operations: number;
+  /** steps the nemesis applied */
+  readonly faults: number;
+  /** the checker's findings, each naming both conflicting records */
+  readonly violations: readonly string[];
+  /** not violations, but worth a look: workers that did not exit cleanly, steps that failed to apply */
+  readonly warnings: readonly string[];
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Applies one fault and undoes it when its time is up (a kill's node comes back empty). */
+async function apply(f: Fault, nodes: LocalRedisNodes, proxies: readonly Proxy[], pool: WorkerPool): Promise<void> {
+  const node = (i: number): LocalRedisNode => nodes.nodes[i]!;
+  switch (f.kind) {
+    case 'kill':
+      await node(f.node).kill();
+      await sleep(f.downMs);
+      return node(f.node).restart({ keepData: false });
+    case 'restart-empty':
+      await Promise.all(f.nodes.map((i) => node(i).restart({ keepData: false })));
+      return;
+    case 'flushall': {
+      const admin = new Redis(node(f.node).url, { maxRetriesPerRequest: 1, lazyConnect: true });
+      admin.on('error', () => undefined);
+      try {
+        await admin.connect();
+        await admin.flushall();
+      } finally {
+        admin.disconnect();
+      }
+      return;
+    }
+    case 'pause-node':
+      node(f.node).pause();
+      try {
+        await sleep(f.ms);
+      } finally {
+        node(f.node).resume();
+      }
+      return;
+    case 'pause-worker': {
+      const w = pool.workers[f.worker]!;
+      if (!w.running) return;
+      freeze(w);
+      try {
+        await sleep(f.ms);
+      } finally {
+        thaw(w);
+      }
+      return;
+    }
+    case 'latency':
+      proxies[f.node]!.setLatency(f.latencyMs);
+      await sleep(f.ms);
+      proxies[f.node]!.setLatency(0);
+      return;
+    case 'cut':
+      for (const i of f.nodes) {
+        if (f.how === 'blackhole') proxies[i]!.blackhole();
+        else proxies[i]!.partition();
+      }
+      await sleep(f.ms);
+      for (const i of f.nodes) proxies[i]!.heal();
+      return;
+  }
+}
+
+export async function runSchedule(s: Schedule): Promise<Outcome> {
+  const warnings: string[] = [];
+  const [lockNodes, storage] = await Promise.all([startRedisNodes(NODES), startRedisNode()]);
+  const proxies: Proxy[] = [];
+  let pool: WorkerPool | undefined;
+  try {
+    proxies.push(...(await Promise.all(lockNodes.nodes.map((n) => startProxy(n.port)))));
+    const storePrefix = `chaos:${s.seed}:`;
+    pool = await startWorkers(s.workers, (i) => ({
+      lockUrls: proxies.map((p) => p.url),
+      storageUrl: storage.url,
+      resources: s.resources,
+      durationMs: s.durationMs,
+      storePrefix,
+      managerOptions: { nodeTimeout: s.nodeTimeout, restartQuarantine: s.restartQuarantine, ttl: 1_000 },
+      variation: s.variations[i]!,
+    }));
+    const start = performance.now();
+    const running = pool;
+    let faults = 0;
+    const nemesis = s.steps.map(async (step, i) => {
+      await sleep(Math.max(0, start + step.at - performance.now()));
+      try {
+        const applying = apply(step.fault, lockNodes, proxies, running);
+        faults++;
+        await applying;
+      } catch (error) {
+        warnings.push(`step ${i} (${step.fault.kind}) failed: ${(error as Error).message.split('\n')[0]}`);
+      }
+    });
+    await Promise.all(nemesis);
+    const exits = await pool.wait(s.durationMs + 20_000);
+    for (const e of exits) if (e.code !== 0 || e.signal !== null) warnings.push(`worker ${e.id} exited ${e.signal ?? e.code}`);
+    for (const w of pool.workers) if (w.errors.length > 0) warnings.push(`${w.id}: ${w.errors.length} errors, first: ${w.errors[0]}`);
+
+    const records = pool.records();
+    const logs = await storeLogs(storage.url, storePrefix, s.resources);
+    const result = checkHistory(records, logs);
+    const operations = pool.workers.reduce((sum, w) => {
+      const st = w.stats;
+      return sum + (st ? st.holds + st.lost + st.timeouts + st.errors : w.records.length);
+    }, 0);
+    return { operations, faults, violations: result.violations, warnings };
+  } finally {
+    if (pool) {
+      for (const w of pool.workers) thaw(w);
+      await pool.stop();
+    }
+    await Promise.all(proxies.map((p) => p.close()));
+    for (const n of lockNodes.nodes) if (n.paused) n.resume();
+    await Promise.all([lockNodes.stop(), storage.stop()]);
+  }
+}

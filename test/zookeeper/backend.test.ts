@@ -1,0 +1,164 @@
+// What is particular to the ZooKeeper backend (the shared API contract is in test/contract/): options that
+// only mean something for Redis, errors of an unreachable ensemble, loss signalled at once, FIFO waiting,
+// names that cannot collide, the fence as the lock znode's creation zxid, and nothing left behind.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import zookeeper from 'node-zookeeper-client';
+import { InvalidArgumentError, LockLostError, LockManager, QuorumError } from '../../src/index.js';
+import { startZooKeeperEnsemble, type LocalZooKeeperEnsemble } from '../../src/testing/index.js';
+import { abortedWithin } from '../support/harness.js';
+import { requireZooKeeper } from '../support/optional.js';
+
+describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper backend)') }, () => {
+  let ensemble: LocalZooKeeperEnsemble;
+  const managers: LockManager[] = [];
+  const manager = (ttl = 4_000): LockManager => {
+    const m = new LockManager(ensemble.url, { ttl, acquireTimeout: 10_000 });
+    managers.push(m);
+    return m;
+  };
+  /** The children of a znode, through a client of our own (null when it does not exist). */
+  async function childrenOf(path: string): Promise<string[] | null> {
+    const client = zookeeper.createClient(ensemble.connectionString);
+    client.connect();
+    try {
+      return await new Promise((resolve, reject) =>
+        client.getChildren(path, (error, children) => {
+          if (error && (error as { getCode?: () => number }).getCode?.() === zookeeper.Exception.NO_NODE) resolve(null);
+          else if (error) reject(error);
+          else resolve(children);
+        }),
+      );
+    } finally {
+      client.close();
+    }
+  }
+  before(async () => {
+    ensemble = await startZooKeeperEnsemble({ servers: 3 });
+  });
+  after(async () => {
+    await Promise.all(managers.map((m) => m.close()));
+    await ensemble?.stop();
+  });
+
+  test('Redis-only options and bad URLs are InvalidArgumentError at construction', () => {
+    for (const option of [
+      { driftFactor: 0.01 },
+      { restartQuarantine: false as const },
+      { nodeTimeout: 100 },
+      { waitForReplicas: false as const },
+    ])
+      assert.throws(
+        () => new LockManager(ensemble.url, option),
+        (e) => e instanceof InvalidArgumentError && /only applies to Redis/.test(e.message),
+      );
+    for (const url of ['zk://', 'zk://host', 'zk://a:1,,b:2', 'zk://a b:1'])
+      assert.throws(
+        () => new LockManager(url),
+        (e) => e instanceof InvalidArgumentError,
+        url,
+      );
+  });
+
+  test('an unreachable ensemble: QuorumError naming it, tryAcquire within one deadline and acquire at its timeout', async () => {
+    const down = new LockManager('zk://127.0.0.1:1', { ttl: 3_000 });
+    managers.push(down);
+    const t0 = performance.now();
+    await assert.rejects(down.tryAcquire('x'), (e) => e instanceof QuorumError && e.nodeErrors[0]?.node === 'zk://127.0.0.1:1');
+    assert.ok(performance.now() - t0 < 5_000, 'tryAcquire failed within one request deadline');
+    const t1 = performance.now();
+    await assert.rejects(down.acquire('x', { timeout: 3_000 }), (e) => e instanceof QuorumError && /127\.0\.0\.1:1/.test(e.message));
+    assert.ok(performance.now() - t1 < 7_000, 'acquire gave up around its timeout');
+    const info = await down.inspect('x');
+    assert.ok(info.nodes[0]?.error, 'inspect reports the error instead of throwing');
+  });
+
+  test('the user’s own client: used as given (connected later is fine), never closed by the manager', async () => {
+    const client = zookeeper.createClient(ensemble.connectionString, { sessionTimeout: 4_000 });
+    const locks = new LockManager(client, { ttl: 4_000 });
+    client.connect();
+    const lock = await locks.acquire('own-client');
+    assert.ok(lock.fence > 0n);
+    await lock.release();
+    await locks.close();
+    assert.equal(client.getState().name, 'SYNC_CONNECTED', 'still open after the manager closed');
+    client.close();
+  });
+
+  test('forceRelease under withLock: lock.signal aborts at once, not at the next extension', async () => {
+    const [a, b] = [manager(9_000), manager()];
+    const resource = 'watched';
+    const result = a.withLock(resource, async (lock) => {
+      await b.forceRelease(resource);
+      const reason = await abortedWithin(lock.signal, 1_000);
+      assert.ok(reason instanceof LockLostError);
+    });
+    await assert.rejects(result, (e) => e instanceof LockLostError);
+  });
+
+  test('waiters are served in arrival order, each woken by the release of the one before', async () => {
+    const [a, b, c] = [manager(), manager(), manager()];
+    const resource = 'fifo';
+    const held = await a.acquire(resource);
+    const order: string[] = [];
+    const first = b.acquire(resource, { timeout: 15_000 }).then((l) => (order.push('b'), l));
+    await (async () => {
+      for (let i = 0; i < 100 && (await a.inspect(resource)).nodes[0]?.waiters !== 1; i++) await new Promise((r) => setTimeout(r, 20));
+    })();
+    const second = c.acquire(resource, { timeout: 15_000 }).then((l) => (order.push('c'), l));
+    for (let i = 0; i < 100 && (await a.inspect(resource)).nodes[0]?.waiters !== 2; i++) await new Promise((r) => setTimeout(r, 20));
+    const info = await a.inspect(resource);
+    assert.equal(info.nodes[0]?.waiters, 2);
+    assert.equal(info.holder, held.value);
+    assert.equal(info.fence, held.fence);
+    assert.equal(info.nodes[0]?.remaining, -1, 'held until released or its session ends');
+    await held.release();
+    const lb = await first;
+    assert.ok(lb.fence > held.fence);
+    await lb.release();
+    const lc = await second;
+    assert.ok(lc.fence > lb.fence);
+    await lc.release();
+    assert.deepEqual(order, ['b', 'c']);
+  });
+
+  test('resource names with "/", ":", "%", "." and ".." are znodes of their own', async () => {
+    const locks = manager();
+    const names = ['a', 'a/b', 'a:b', 'a%2Fb', 'semaphore:a', '.', '..', 'tab\there'];
+    const held = await Promise.all(names.map((n) => locks.tryAcquire(n)));
+    assert.ok(held.every(Boolean), 'each is free of the others');
+    for (const n of names) assert.equal((await locks.inspect(n)).nodes[0]?.waiters, 0, n);
+    const sem = await locks.semaphore('a', { limit: 1 }).tryAcquire();
+    assert.ok(sem, 'a semaphore named like a mutex is its own');
+    await Promise.all([...held, sem].map((l) => l?.release()));
+  });
+
+  test('nothing is left behind: a released resource’s queue znode is deleted, so what is kept stays bounded', async () => {
+    const locks = new LockManager(ensemble.url, { ttl: 4_000, keyPrefix: 'bounded:' });
+    managers.push(locks);
+    for (let i = 0; i < 40; i++) await (await locks.acquire(`r-${i}`)).release();
+    const sem = await locks.semaphore('s', { limit: 2 }).acquire();
+    await sem.release();
+    assert.deepEqual(await childrenOf('/bounded'), []);
+  });
+
+  test('the fence is the creation zxid: it keeps rising when a queue is deleted and created again', async () => {
+    const locks = manager();
+    const fences: bigint[] = [];
+    for (let i = 0; i < 4; i++) {
+      const lock = await locks.acquire('recreated');
+      fences.push(lock.fence);
+      await lock.release(); // the queue znode goes with it: its sequence numbers start over next time
+    }
+    for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fences ${fences.join(', ')}`);
+  });
+
+  test('the lease is the session: a ttl beyond the session timeout is capped to it; a shorter ttl is the lock’s own', async () => {
+    const locks = manager(4_000);
+    const long = await locks.acquire('long', { ttl: 60_000 });
+    assert.ok(long.remaining() <= 4_000, `remaining ${long.remaining()}`);
+    const short = await locks.acquire('short', { ttl: 1_000 });
+    assert.ok(short.remaining() <= 1_000 && short.remaining() > 0, `remaining ${short.remaining()}`);
+    await Promise.all([long.release(), short.release()]);
+  });
+});
