@@ -8,6 +8,7 @@
 import { parseArgs } from 'node:util';
 import { runSchedule, type Outcome } from './run-schedule.js';
 import { describeSchedule, generateSchedule, isUnsafeName, RULES, UNSAFE, type Schedule } from './schedule.js';
+import { clocksApplied } from './clocks.js';
 import { shrink } from './shrink.js';
 
 const USAGE = `usage: npm run chaos -- [--schedules N | --minutes M] [--seed S] [--unsafe ${Object.keys(UNSAFE).join('|')}] [--until-violation] [--no-shrink] [--shrink-replays K] [--steps i,j,...] [--verbose]`;
@@ -61,6 +62,7 @@ function parse(): {
   if (values.schedules !== undefined && values.minutes !== undefined) fail('--schedules and --minutes exclude each other');
   const unsafe = values.unsafe ?? null;
   if (unsafe !== null && !isUnsafeName(unsafe)) fail(`unknown --unsafe ${unsafe}`);
+  if (unsafe === 'fast-clocks' && !clocksApplied()) fail('--unsafe fast-clocks needs libfaketime (Debian: apt-get install -y faketime)');
   return {
     schedules: num('schedules', values.schedules) ?? (values.minutes === undefined ? 10 : Infinity),
     minutes: num('minutes', values.minutes),
@@ -80,7 +82,7 @@ function parse(): {
   };
 }
 
-function report(s: Schedule, o: Outcome, elapsedMs: number, verbose: boolean): void {
+function report(s: Schedule, o: Outcome, elapsedMs: number, verbose: boolean, steps: readonly number[] | undefined): void {
   const line =
     `seed ${s.seed}: ${o.operations} operations, ${o.faults}/${s.steps.length} faults, ` +
     `${o.violations.length} violations (${(elapsedMs / 1000).toFixed(1)} s)`;
@@ -89,7 +91,9 @@ function report(s: Schedule, o: Outcome, elapsedMs: number, verbose: boolean): v
   // A worker that did not exit by itself (an unhandled rejection, a hang) is always shown: not a violation, but a finding.
   for (const w of o.warnings) if (verbose || o.violations.length > 0 || / exited /.test(w)) console.log(`  warning: ${w}`);
   if (o.violations.length > 0) {
-    console.log(`VIOLATION, replay with: npm run chaos -- --seed ${s.seed} --schedules 1${s.unsafe ? ` --unsafe ${s.unsafe}` : ''}`);
+    console.log(
+      `VIOLATION, replay with: npm run chaos -- --seed ${s.seed} --schedules 1${steps ? ` --steps ${steps.join(',')}` : ''}${s.unsafe ? ` --unsafe ${s.unsafe}` : ''}`,
+    );
     console.log(describeSchedule(s));
     for (const v of o.violations) console.log(v.replace(/^/gm, '  '));
   }
@@ -104,6 +108,8 @@ async function main(): Promise<void> {
   let violations = 0;
   let lastSeed = o.seed;
   if (o.unsafe) console.log(`--unsafe ${o.unsafe}: ${UNSAFE[o.unsafe].what}`);
+  if (!clocksApplied())
+    console.log('faketime is not installed: every node runs at the real clock rate (Debian: apt-get install -y faketime)');
   for (let seed = o.seed; schedules < o.schedules && performance.now() < deadline; seed++) {
     const drawn = generateSchedule(seed, o.unsafe);
     const schedule = o.steps ? { ...drawn, steps: drawn.steps.filter((_, i) => o.steps!.includes(i)) } : drawn;
@@ -114,11 +120,11 @@ async function main(): Promise<void> {
     operations += outcome.operations;
     faults += outcome.faults;
     violations += outcome.violations.length > 0 ? 1 : 0;
-    report(schedule, outcome, performance.now() - t, o.verbose);
+    report(schedule, outcome, performance.now() - t, o.verbose, o.steps);
     if (outcome.violations.length > 0) {
       if (o.shrinkReplays > 0) {
         const smaller = await shrink(schedule, o.shrinkReplays, (msg) => console.log(`  shrink: ${msg}`));
-        const kept = schedule.steps.flatMap((st, i) => (smaller.steps.includes(st) ? [i] : []));
+        const kept = drawn.steps.flatMap((st, i) => (smaller.steps.includes(st) ? [i] : []));
         console.log(`shrunk to ${smaller.steps.length} of ${schedule.steps.length} steps:\n${describeSchedule(smaller)}`);
         console.log(
           `replay it with: npm run chaos -- --seed ${seed} --schedules 1 --steps ${kept.join(',')}${o.unsafe ? ` --unsafe ${o.unsafe}` : ''}`,

@@ -2,9 +2,10 @@
 // node for the fenced store, the schedule's workers (workers.ts), and a nemesis applying the steps at their
 // times. Every history goes through the checker (history.ts).
 import { Redis } from 'ioredis';
-import { startRedisNode, startRedisNodes, type LocalRedisNode, type LocalRedisNodes } from '../../src/testing/index.js';
+import { startRedisNode, type LocalRedisNode } from '../../src/testing/index.js';
 import { checkHistory, freeze, startProxy, startWorkers, storeLogs, thaw, type Proxy, type WorkerPool } from '../support/faults/index.js';
-import { NODES, type Fault, type Schedule } from './schedule.js';
+import { startNodesAt } from './clocks.js';
+import { type Fault, type Schedule } from './schedule.js';
 
 export interface Outcome {
   /** operations the workers attempted (holds, losses, timeouts, errors) */
@@ -20,7 +21,12 @@ export interface Outcome {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** Applies one fault and undoes it when its time is up (a kill's node comes back empty). */
-async function apply(f: Fault, nodes: LocalRedisNodes, proxies: readonly Proxy[], pool: WorkerPool): Promise<void> {
+async function apply(
+  f: Fault,
+  nodes: { readonly nodes: readonly LocalRedisNode[] },
+  proxies: readonly Proxy[],
+  pool: WorkerPool,
+): Promise<void> {
   const node = (i: number): LocalRedisNode => nodes.nodes[i]!;
   switch (f.kind) {
     case 'kill':
@@ -78,7 +84,8 @@ async function apply(f: Fault, nodes: LocalRedisNodes, proxies: readonly Proxy[]
 
 export async function runSchedule(s: Schedule): Promise<Outcome> {
   const warnings: string[] = [];
-  const [lockNodes, storage] = await Promise.all([startRedisNodes(NODES), startRedisNode()]);
+  const [started, storage] = await Promise.all([startNodesAt(s.clockRates), startRedisNode()]);
+  const lockNodes = { nodes: started, stop: () => Promise.all(started.map((n) => n.stop())) };
   const proxies: Proxy[] = [];
   let pool: WorkerPool | undefined;
   try {

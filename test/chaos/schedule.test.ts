@@ -2,6 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { variedOps } from '../support/faults/index.js';
+import { FAST_RATE, SAFE_DRIFT } from './clocks.js';
 import { brokenRules, generateSchedule, MINORITY, NODES, UNSAFE, type Schedule, type UnsafeName } from './schedule.js';
 
 const SEEDS = Array.from({ length: 500 }, (_, i) => i * 7919 + 1);
@@ -37,14 +38,39 @@ test('safe schedules keep every rule; at most a minority loses data at once; fau
   assert.deepEqual([...kinds].sort(), ['cut', 'flushall', 'kill', 'latency', 'pause-node', 'pause-worker', 'restart-empty']);
 });
 
-test('--unsafe lifts its rules: no-quarantine turns the quarantine off and restarts majorities; the rest still hold', () => {
+test('--unsafe lifts its rules: no-quarantine and majority-loss restart majorities, fast-clocks speeds up a majority; the rest still hold', () => {
   for (const name of Object.keys(UNSAFE) as UnsafeName[]) {
     const schedules = SEEDS.map((seed) => generateSchedule(seed, name));
     for (const s of schedules) assert.deepEqual(brokenRules(s), [], `seed ${s.seed}`);
-    assert.ok(schedules.some((s) => lostAtOnce(s) === NODES));
-    // Checked against the safe rules, some break majority-keeps-data.
-    assert.ok(schedules.some((s) => brokenRules({ ...s, unsafe: null, restartQuarantine: 'auto' }).length > 0));
+    // Checked against the safe rules, some break the rule lifted.
+    assert.ok(
+      schedules.some((s) => brokenRules({ ...s, unsafe: null, restartQuarantine: 'auto' }).length > 0),
+      name,
+    );
+    if (name === 'fast-clocks') {
+      assert.ok(
+        schedules.every((s) => s.clockRates.filter((r) => r >= FAST_RATE[0]).length === MINORITY + 1),
+        name,
+      );
+      // Only the clocks differ from the seed's safe schedule.
+      assert.deepEqual({ ...schedules[0]!, clockRates: [], unsafe: null }, { ...generateSchedule(SEEDS[0]!), clockRates: [] });
+    } else {
+      assert.ok(
+        schedules.some((s) => lostAtOnce(s) === NODES),
+        name,
+      );
+    }
   }
   assert.equal(generateSchedule(1, 'no-quarantine').restartQuarantine, false);
   assert.equal(generateSchedule(1, 'majority-loss').restartQuarantine, 'auto');
+});
+
+test('clock rates: inside the rule every node runs within SAFE_DRIFT of real time; a pure function of the seed', () => {
+  for (const seed of SEEDS) {
+    const { clockRates } = generateSchedule(seed);
+    assert.equal(clockRates.length, NODES);
+    for (const r of clockRates) assert.ok(Math.abs(r - 1) <= SAFE_DRIFT + 1e-9, `seed ${seed}: ${r}`);
+  }
+  assert.ok(SAFE_DRIFT < 0.01, 'under the default driftFactor');
+  assert.notDeepEqual(generateSchedule(1).clockRates, generateSchedule(2).clockRates);
 });

@@ -5,6 +5,7 @@
 import { seededRandom } from '../../src/cli/demo/chaos.js';
 import type { RestartQuarantine } from '../../src/index.js';
 import type { OpVariation } from '../support/faults/index.js';
+import { drawClockRates, SAFE_DRIFT } from './clocks.js';
 
 /** Redlock over five nodes: a quorum is three, a minority two. */
 export const NODES = 5;
@@ -26,7 +27,9 @@ export const RULES = {
   'bounded-pauses':
     'every node or worker pause, node downtime and network fault ends before the workload does (a worker may be ' +
     'paused past its lease: that is the case fencing exists for, and the store must refuse its late write)',
-  'same-clock-rate': 'no clock faults: clocks run at nearly the same rate (how-it-works.md, Failure scenarios); no fault here drifts one',
+  'same-clock-rate':
+    `every node's clock runs within ${SAFE_DRIFT * 100} % of real time, under the default driftFactor 0.01 ` +
+    '(how-it-works.md, Failure scenarios: clocks run at nearly the same rate); applied with libfaketime where faketime is installed',
   'shared-ttl-ceiling':
     'every worker draws its ttl from the same range, so no lease is longer than the ttls recorded on the nodes ' +
     '(how-it-works.md: a lease longer than any ttl recorded is not covered; draws are spread, so this holds only statistically early in a run)',
@@ -43,6 +46,10 @@ export const UNSAFE = {
   'majority-loss': {
     lifts: ['majority-keeps-data'] as RuleName[],
     what: 'the nemesis may restart a majority empty; the quarantine stays on (the library claims this is covered while a node that kept its data answers)',
+  },
+  'fast-clocks': {
+    lifts: ['same-clock-rate'] as RuleName[],
+    what: 'a majority of the nodes run their clocks 1.5-3x as fast as real time (libfaketime: needs the faketime package), far past driftFactor',
   },
 } as const;
 export type UnsafeName = keyof typeof UNSAFE;
@@ -78,6 +85,8 @@ export interface Schedule {
   readonly durationMs: number;
   readonly nodeTimeout: number;
   readonly restartQuarantine: RestartQuarantine;
+  /** each lock node's clock rate (1 = real time), applied where faketime is installed (clocks.ts) */
+  readonly clockRates: readonly number[];
   /** per worker, its seeded choices (the seed differs per worker) */
   readonly variations: readonly OpVariation[];
   readonly steps: readonly Step[];
@@ -138,6 +147,8 @@ export function brokenRules(s: Schedule): string[] {
     }
   }
   if (!lifted.has('quarantine-on') && s.restartQuarantine !== 'auto') broken.push('quarantine-on');
+  const offRate = s.clockRates.find((r) => Math.abs(r - 1) > SAFE_DRIFT + 1e-9);
+  if (!lifted.has('same-clock-rate') && offRate !== undefined) broken.push(`same-clock-rate: a node runs at ${offRate}x`);
   return broken;
 }
 
@@ -244,6 +255,8 @@ export function generateSchedule(seed: number, unsafe: UnsafeName | null = null)
     durationMs,
     nodeTimeout: 100,
     restartQuarantine: lifted.has('quarantine-on') ? false : 'auto',
+    // Rule same-clock-rate: within SAFE_DRIFT of real time, unless lifted.
+    clockRates: drawClockRates(seed, NODES, lifted.has('same-clock-rate')),
     variations,
     steps,
   };
@@ -275,6 +288,6 @@ export function describeSchedule(s: Schedule): string {
   const head =
     `seed ${s.seed}${s.unsafe ? ` (--unsafe ${s.unsafe})` : ''}: ${NODES} nodes, ${s.workers} workers, ` +
     `resources ${s.resources.join(', ')}, ${s.durationMs} ms, restartQuarantine ${String(s.restartQuarantine)}, ` +
-    `ttl ${TTL_MS[0]}-${TTL_MS[1]} ms`;
+    `ttl ${TTL_MS[0]}-${TTL_MS[1]} ms, clock rates ${s.clockRates.join(', ')}`;
   return [head, ...s.steps.map((st, i) => `  ${String(i).padStart(2)}. ${describeStep(st)}`)].join('\n');
 }

@@ -1,22 +1,35 @@
-// Shrinking a failing schedule: replay it with one step removed at a time, keeping each removal after which
-// the violation still shows, within a bound on replays. Real timing varies between replays, so a step kept
-// here may not be needed (its removal's replay just missed the race), and a smaller schedule found here may
-// need a few replays to fail again.
+// Shrinking a failing schedule with fast-check: the candidate is a mask over the schedule's steps, given to
+// fast-check as a failing example (fast-check shrinks user examples), so its shrinker drops steps one at a
+// time and restarts from each smaller schedule that still fails, until none of its removals fails.
+// Each candidate is a real replay; past `maxReplays` every further candidate counts as passing, which ends
+// the search with the smallest failing schedule found so far. Real timing varies between replays, so a step
+// kept here may not be needed (its removal's replay just missed the race), and the schedule left may need a
+// few replays to fail again.
+import fc from 'fast-check';
 import { runSchedule } from './run-schedule.js';
 import type { Schedule } from './schedule.js';
 
 export async function shrink(failing: Schedule, maxReplays: number, log: (msg: string) => void = () => undefined): Promise<Schedule> {
-  let current = failing;
+  const only = (mask: readonly boolean[]): Schedule => ({ ...failing, steps: failing.steps.filter((_, i) => mask[i]) });
+  const all = failing.steps.map(() => true);
   let replays = 0;
-  // From the last step back: a later step is more often incidental to the violation than an earlier one.
-  for (let i = current.steps.length - 1; i >= 0 && replays < maxReplays; i--) {
-    if (current.steps.length === 0) break;
-    const candidate: Schedule = { ...current, steps: current.steps.filter((_, j) => j !== i) };
+  let smallest = failing;
+  const stillFails = async (mask: readonly boolean[]): Promise<boolean> => {
+    // The example itself already failed: no need to replay it.
+    if (mask.every(Boolean)) return true;
+    if (replays >= maxReplays) return false;
     replays++;
-    const outcome = await runSchedule(candidate);
-    const still = outcome.violations.length > 0;
-    log(`without step ${i}: ${still ? 'still fails, removed' : 'passes, kept'} (replay ${replays}/${maxReplays})`);
-    if (still) current = candidate;
-  }
-  return current;
+    const candidate = only(mask);
+    const fails = (await runSchedule(candidate)).violations.length > 0;
+    const kept = mask.flatMap((on, i) => (on ? [i] : []));
+    log(`steps ${kept.join(',') || '(none)'}: ${fails ? 'still fails' : 'passes'} (replay ${replays}/${maxReplays})`);
+    if (fails && candidate.steps.length < smallest.steps.length) smallest = candidate;
+    return fails;
+  };
+  await fc.check(
+    fc.asyncProperty(fc.tuple(...all.map(() => fc.boolean())), async (mask) => !(await stillFails(mask))),
+    // numRuns 1: only the example; fast-check then shrinks it (true -> false drops a step).
+    { examples: [[all]], numRuns: 1 },
+  );
+  return smallest;
 }
