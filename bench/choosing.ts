@@ -260,7 +260,7 @@ const table = [
       } | ${r.outageMs === null ? 'none within 30 s' : `${r.outageMs.toLocaleString('en')} ms`}${windowNote[r.setup] ?? ''} |`,
   ),
 ].join('\n');
-const stamp = `Measured ${machine.at.slice(0, 16).replace('T', ' ')} UTC on ${machine.cpus} cores, Node ${machine.node}, everything local (\`npm run bench:choosing\`; raw: \`bench/results/choosing-${date}.json\`).`;
+const stamp = `Measured ${machine.at.slice(0, 16).replace('T', ' ')} UTC on ${machine.cpus} cores, Node ${machine.node}, everything local (\`npm run ${process.env.npm_lifecycle_event === 'bench' ? 'bench' : 'bench:choosing'}\`; raw: \`bench/results/choosing-${date}.json\`).`;
 const page = await readFile('docs/choosing.md', 'utf8');
 const begin = '<!-- choosing:begin -->';
 const end = '<!-- choosing:end -->';
