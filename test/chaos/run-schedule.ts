@@ -8,7 +8,7 @@ import { startNodesAt } from './clocks.js';
 import { type Fault, type Schedule } from './schedule.js';
 
 export interface Outcome {
-  /** operations the workers attempted (holds, losses, timeouts, errors) */
+  /** operations the workers attempted (holds, losses, timeouts, tryAcquire misses, errors) */
   readonly operations: number;
   /** steps the nemesis applied */
   readonly faults: number;
@@ -123,7 +123,7 @@ export async function runSchedule(s: Schedule): Promise<Outcome> {
     const result = checkHistory(records, logs);
     const operations = pool.workers.reduce((sum, w) => {
       const st = w.stats;
-      return sum + (st ? st.holds + st.lost + st.timeouts + st.errors : w.records.length);
+      return sum + (st ? st.holds + st.lost + st.timeouts + st.misses + st.errors : w.records.length);
     }, 0);
     return { operations, faults, violations: result.violations, warnings };
   } finally {

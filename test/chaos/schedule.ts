@@ -162,7 +162,8 @@ export function generateSchedule(seed: number, unsafe: UnsafeName | null = null)
   const maxLoss = lifted.has('majority-keeps-data') ? NODES : MINORITY;
 
   const workers = int(2, 3);
-  const resources = Array.from({ length: int(1, 2) }, (_, i) => `r${i}`);
+  // Up to three, so that two-resource locks overlap partly as well as wholly (one draw either way: the faults stay the seed's).
+  const resources = Array.from({ length: int(1, 3) }, (_, i) => `r${i}`);
   const durationMs = int(2_500, 4_000);
   const variations = Array.from({ length: workers }, (): OpVariation => ({
     seed: int(1, 2 ** 31 - 1),
@@ -172,6 +173,13 @@ export function generateSchedule(seed: number, unsafe: UnsafeName | null = null)
     longWork: { rate: 0.25, factor: [0.8, 1.6] },
     noExtendRate: 0.3,
     unfairRate: 0.3,
+    // Besides withLock: acquire with explicit extends (some skipped, some with a new ttl), tryAcquire, and locks on two resources.
+    acquireRate: 0.3,
+    tryAcquireRate: 0.2,
+    multiRate: 0.3,
+    slices: [1, 4],
+    skipExtendRate: 0.2,
+    newTtlRate: 0.3,
   }));
 
   const steps: Step[] = [];

@@ -6,7 +6,7 @@
 import { LockManager, type LockManagerOptions } from '../../src/index.js';
 import { encodeRecord, FencedStore, Recorder } from '../support/faults/index.js';
 import { armLeakWatchdog } from '../support/faults/leak-watchdog.js';
-import { runHoldLoop, type HoldStats } from '../support/faults/hold-loop.js';
+import { newHoldStats, runHoldLoop, type HoldStats } from '../support/faults/hold-loop.js';
 
 export interface SoakConfig {
   readonly lockUrls: readonly string[];
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   const handlesBefore = handles();
   const heapBefore = heap();
 
-  const stats: SoakStats = { holds: 0, accepted: 0, rejected: 0, lost: 0, timeouts: 0, errors: 0 };
+  const stats: SoakStats = newHoldStats();
   let batch: string[] = [];
   const flush = (): Promise<void> => {
     if (batch.length === 0) return Promise.resolve();

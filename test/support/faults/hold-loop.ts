@@ -1,62 +1,38 @@
-// The workload every fault worker runs: lock a random resource, read the
-// fenced store, work a little, write value + 1 with the lock's fence.
-import type { WithLockOptions } from '../../../src/index.js';
-import { seededRandom } from '../../../src/cli/demo/chaos.js';
+// The workload every fault worker runs: lock a random resource (or two), read the
+// fenced store, work a little, write value + 1 with the lock's fence. Which
+// client call takes the lock and how it is kept is the operation's (ops.ts).
+import type { Lock, WithLockOptions } from '../../../src/index.js';
 import type { FencedStore } from './fenced-store.js';
+import type { AcquireOp, HoldOp, TryAcquireOp } from './ops.js';
 import type { Recorder } from './recorder.js';
 
+/** Each operation ends as exactly one of holds, lost, timeouts, misses, errors; the rest count within one. */
 export interface HoldStats {
+  /** held, worked and released without being lost */
   holds: number;
+  /** fenced writes the store accepted / refused as stale (one per resource of a holding) */
   accepted: number;
   rejected: number;
   lost: number;
+  /** acquire timed out */
   timeouts: number;
+  /** tryAcquire found the lock held (null): a miss, not an error */
+  misses: number;
+  /** explicit lock.extend() calls that succeeded */
+  extends: number;
   errors: number;
 }
 
-export const newHoldStats = (): HoldStats => ({ holds: 0, accepted: 0, rejected: 0, lost: 0, timeouts: 0, errors: 0 });
-
-/** One holding's choices: which resource, how long the critical section works, with which options. */
-export interface HoldOp {
-  readonly resource: string;
-  readonly workMs: number;
-  readonly lockOptions?: WithLockOptions;
-}
-
-/**
- * Operations drawn at random per holding from a seeded PRNG (JSON-safe: it travels in a WorkloadConfig), so a
- * worker's sequence of choices is a function of its seed. Ranges are [min, max], inclusive, in ms.
- */
-export interface OpVariation {
-  readonly seed: number;
-  readonly ttlMs: readonly [number, number];
-  /** acquire timeout (0 = one attempt); still capped by the time left */
-  readonly timeoutMs: readonly [number, number];
-  /** work = ttl x a factor drawn in this range (below 1: shorter than the lease) ... */
-  readonly workFactor: readonly [number, number];
-  /** ... or, for this share of holdings, in this one (above 1: longer than the lease) */
-  readonly longWork?: { readonly rate: number; readonly factor: readonly [number, number] };
-  /** share of holdings with autoExtend off (withLock's default is on): work longer than the ttl then loses the lock */
-  readonly noExtendRate: number;
-  /** share of holdings with fair: false */
-  readonly unfairRate: number;
-}
-
-/** The nextOp of a HoldLoop drawing each holding's resource, ttl, timeout, work and flags from `v`. */
-export function variedOps(v: OpVariation, resources: readonly string[]): () => HoldOp {
-  const random = seededRandom(v.seed);
-  const between = ([lo, hi]: readonly [number, number]): number => lo + random() * (hi - lo);
-  return () => {
-    const resource = resources[Math.floor(random() * resources.length)]!;
-    const ttl = Math.round(between(v.ttlMs));
-    const timeout = Math.round(between(v.timeoutMs));
-    const long = v.longWork !== undefined && random() < v.longWork.rate;
-    const workMs = Math.round(ttl * between(long ? v.longWork!.factor : v.workFactor));
-    const autoExtend = random() >= v.noExtendRate;
-    const fair = random() >= v.unfairRate;
-    return { resource, workMs, lockOptions: { ttl, timeout, autoExtend, fair } };
-  };
-}
+export const newHoldStats = (): HoldStats => ({
+  holds: 0,
+  accepted: 0,
+  rejected: 0,
+  lost: 0,
+  timeouts: 0,
+  misses: 0,
+  extends: 0,
+  errors: 0,
+});
 
 export interface HoldLoop {
   readonly recorder: Recorder;
@@ -67,7 +43,7 @@ export interface HoldLoop {
   readonly maxHolds: number;
   readonly workMs: number;
   readonly lockOptions?: WithLockOptions;
-  /** picks each holding (e.g. variedOps); default: a random resource (Math.random) with `workMs` and `lockOptions` */
+  /** picks each operation (e.g. variedOps); default: withLock on a random resource (Math.random) with `workMs` and `lockOptions` */
   readonly nextOp?: () => HoldOp;
   readonly stats: HoldStats;
   /** called as each critical section starts */
@@ -81,29 +57,27 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const codeOf = (e: unknown): unknown => (e as { code?: unknown } | null)?.code;
 
 export async function runHoldLoop(o: HoldLoop): Promise<void> {
-  const { stats, store } = o;
+  const { stats } = o;
   for (let i = 0; i < o.maxHolds && performance.now() < o.deadline; i++) {
-    const { resource, workMs, lockOptions } = o.nextOp?.() ?? {
-      resource: o.resources[Math.floor(Math.random() * o.resources.length)]!,
+    const op: HoldOp = o.nextOp?.() ?? {
+      kind: 'withLock',
+      resources: [o.resources[Math.floor(Math.random() * o.resources.length)]!],
       workMs: o.workMs,
       lockOptions: o.lockOptions,
     };
     const left = Math.max(0, Math.floor(o.deadline - performance.now()));
     try {
-      await o.recorder.withLock(
-        resource,
-        async (lock) => {
-          o.onHolding?.();
-          const { value } = await store.read(resource);
-          await sleep(workMs);
-          // No lock.signal check before writing, on purpose: a paused holder's write goes out late,
-          // and the fence is what must stop it.
-          if (await store.write(resource, Number(value ?? 0) + 1, lock.fence)) stats.accepted++;
-          else stats.rejected++;
-        },
-        { ...lockOptions, timeout: Math.min(lockOptions?.timeout ?? left, left) },
-      );
-      stats.holds++;
+      const outcome =
+        op.kind === 'acquire'
+          ? await acquired(o, op, Math.min(op.timeout, left))
+          : op.kind === 'tryAcquire'
+            ? await tried(o, op)
+            : await o.recorder.withLock(op.resources, (lock) => critical(o, lock, () => sleep(op.workMs)), {
+                ...op.lockOptions,
+                timeout: Math.min(op.lockOptions?.timeout ?? left, left),
+              });
+      if (outcome === 'missed') stats.misses++;
+      else stats.holds++;
     } catch (error) {
       const code = codeOf(error);
       if (code === 'LOCK_LOST') stats.lost++;
@@ -115,4 +89,53 @@ export async function runHoldLoop(o: HoldLoop): Promise<void> {
       }
     }
   }
+}
+
+/** Read every resource of the lock, work, write each value + 1 with the lock's one fence (larger than each resource's last). */
+async function critical(o: HoldLoop, lock: Lock, work: () => Promise<void>): Promise<'held'> {
+  o.onHolding?.();
+  const values = await Promise.all(lock.resources.map((r) => o.store.read(r)));
+  await work();
+  // No lock.signal check before writing, on purpose: a paused holder's write goes out late,
+  // and the fence is what must stop it.
+  for (const [i, resource] of lock.resources.entries()) {
+    if (await o.store.write(resource, Number(values[i]?.value ?? 0) + 1, lock.fence)) o.stats.accepted++;
+    else o.stats.rejected++;
+  }
+  return 'held';
+}
+
+/** As withLock does: always release, and a lock lost meanwhile rejects with its LockLostError even if `fn` resolved. */
+async function releasing(lock: Lock, fn: () => Promise<'held'>): Promise<'held'> {
+  try {
+    await fn();
+  } finally {
+    await lock.release();
+  }
+  const reason: unknown = lock.signal.reason;
+  if (codeOf(reason) === 'LOCK_LOST') throw reason;
+  return 'held';
+}
+
+/** acquire, the slices of work with an explicit extend between them (or none), the writes, release. */
+async function acquired(o: HoldLoop, op: AcquireOp, timeout: number): Promise<'held'> {
+  const lock = await o.recorder.acquire(op.resources, { ttl: op.ttl, timeout, fair: op.fair });
+  return releasing(lock, () =>
+    critical(o, lock, async () => {
+      for (const slice of op.slices) {
+        await sleep(slice.workMs);
+        if (slice.extend === null) continue;
+        // A failed extend loses the lock and rejects (LockLostError): a careful holder then stops, no write.
+        await (slice.extend === 'same' ? lock.extend() : lock.extend(slice.extend));
+        o.stats.extends++;
+      }
+    }),
+  );
+}
+
+/** tryAcquire: one attempt, null is a miss; else work, the writes, release. */
+async function tried(o: HoldLoop, op: TryAcquireOp): Promise<'held' | 'missed'> {
+  const lock = await o.recorder.tryAcquire(op.resources, { ttl: op.ttl, autoExtend: op.autoExtend, fair: op.fair });
+  if (!lock) return 'missed';
+  return releasing(lock, () => critical(o, lock, () => sleep(op.workMs)));
 }

@@ -27,4 +27,13 @@ export {
 } from './workers.js';
 export { assertCleanExits, storeLogs } from './verify.js';
 export { armLeakWatchdog } from './leak-watchdog.js';
-export { variedOps, type HoldOp, type OpVariation } from './hold-loop.js';
+export {
+  variedOps,
+  type AcquireOp,
+  type HoldOp,
+  type OpKind,
+  type OpVariation,
+  type Slice,
+  type TryAcquireOp,
+  type WithLockOp,
+} from './ops.js';

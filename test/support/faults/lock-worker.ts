@@ -1,5 +1,5 @@
-// One lock-worker process (started by workers.ts): a contended
-// read-modify-write under withLock, fenced in the store, every holding
+// One lock-worker process (started by workers.ts): a contended read-modify-write
+// under a lock (withLock, or the config's varied operations), fenced in the store, every holding
 // recorded and sent to the parent. Runs `durationMs` from the parent's 'go', then exits by itself.
 // argv: <worker id> <WorkloadConfig as JSON>
 import { LockManager } from '../../../src/index.js';
@@ -8,7 +8,8 @@ import { encodeRecord } from './history.js';
 import { Recorder } from './recorder.js';
 import type { ParentMessage, WorkerMessage, WorkerStats, WorkloadConfig } from './workers.js';
 import { armLeakWatchdog } from './leak-watchdog.js';
-import { runHoldLoop, variedOps } from './hold-loop.js';
+import { newHoldStats, runHoldLoop } from './hold-loop.js';
+import { variedOps } from './ops.js';
 
 const [id = 'worker', json = '{}'] = process.argv.slice(2);
 const config = JSON.parse(json) as WorkloadConfig;
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
   const manager = new LockManager([...config.lockUrls], config.managerOptions);
   const store = new FencedStore(config.storageUrl, config.storePrefix);
   const recorder = new Recorder(manager, id, (r) => void send({ type: 'record', line: encodeRecord(r) }));
-  const stats = { holds: 0, accepted: 0, rejected: 0, lost: 0, timeouts: 0, errors: 0 } satisfies WorkerStats;
+  const stats = newHoldStats() satisfies WorkerStats;
   try {
     const go = new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS);

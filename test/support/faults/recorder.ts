@@ -1,6 +1,6 @@
 // Turns a LockManager's holdings into history records, at the moments the
 // checker needs: acquire resolved, each extension, release started or loss detected.
-import type { Lock, LockManager, LockEvents, WithLockOptions } from '../../../src/index.js';
+import type { AcquireOptions, Lock, LockManager, LockEvents, WithLockOptions } from '../../../src/index.js';
 import type { HistoryRecord } from './history.js';
 
 const now = (): bigint => process.hrtime.bigint();
@@ -68,6 +68,20 @@ export class Recorder {
       },
       opts,
     );
+  }
+
+  /** manager.acquire with the holding recorded (its explicit extends too: Lock.extend emits 'extended'). */
+  async acquire(resource: string | readonly string[], opts?: AcquireOptions): Promise<Lock> {
+    const lock = await this.manager.acquire(resource, opts);
+    this.track(lock);
+    return lock;
+  }
+
+  /** manager.tryAcquire with the holding recorded; null (held by another) records nothing. */
+  async tryAcquire(resource: string | readonly string[], opts?: Omit<AcquireOptions, 'timeout'>): Promise<Lock | null> {
+    const lock = await this.manager.tryAcquire(resource, opts);
+    if (lock) this.track(lock);
+    return lock;
   }
 
   /** Stops listening to the manager (holdings still open are then recorded without later extensions). */

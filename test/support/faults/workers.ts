@@ -4,7 +4,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { LockManagerOptions, WithLockOptions } from '../../../src/index.js';
 import { decodeRecord, type HistoryRecord } from './history.js';
-import type { HoldStats, OpVariation } from './hold-loop.js';
+import type { HoldStats } from './hold-loop.js';
+import type { OpVariation } from './ops.js';
 
 const WORKER_FILE = fileURLToPath(new URL('./lock-worker.ts', import.meta.url));
 /** `--import tsx` resolves from the working directory: run workers from the repository root. */
@@ -24,7 +25,7 @@ export interface WorkloadConfig {
   readonly managerOptions?: LockManagerOptions;
   /** per-holding withLock options; `timeout` is capped by the time left */
   readonly lockOptions?: Omit<WithLockOptions, 'signal'>;
-  /** draw each holding's resource, ttl, timeout, work and flags from a seeded PRNG instead (overrides workMs and lockOptions) */
+  /** draw each operation's kind, resources, ttl, timeout, work and flags from a seeded PRNG instead (overrides workMs and lockOptions) */
   readonly variation?: OpVariation;
   /** key prefix in the fenced store (default FencedStore's) */
   readonly storePrefix?: string;
