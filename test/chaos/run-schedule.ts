@@ -16,6 +16,8 @@ export interface Outcome {
   readonly violations: readonly string[];
   /** not violations, but worth a look: workers that did not exit cleanly, steps that failed to apply */
   readonly warnings: readonly string[];
+  /** what the workers counted (holds, accepted and rejected writes, losses), shown with --verbose */
+  readonly summary?: string;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -4,6 +4,15 @@ import assert from 'node:assert/strict';
 import { variedOps } from '../support/faults/index.js';
 import { FAST_RATE, SAFE_DRIFT } from './clocks.js';
 import { brokenRules, generateSchedule, MINORITY, NODES, UNSAFE, type Schedule, type UnsafeName } from './schedule.js';
+import {
+  brokenConsensusRules,
+  CONSENSUS_BACKENDS,
+  generateConsensusSchedule,
+  LEASES,
+  MEMBER_MINORITY,
+  MEMBERS,
+  type ConsensusSchedule,
+} from './consensus-schedule.js';
 
 const SEEDS = Array.from({ length: 500 }, (_, i) => i * 7919 + 1);
 const lostAtOnce = (s: Schedule): number =>
@@ -73,4 +82,60 @@ test('clock rates: inside the rule every node runs within SAFE_DRIFT of real tim
   }
   assert.ok(SAFE_DRIFT < 0.01, 'under the default driftFactor');
   assert.notDeepEqual(generateSchedule(1).clockRates, generateSchedule(2).clockRates);
+});
+
+// The etcd and ZooKeeper generator (consensus-schedule.ts), alone: no processes.
+const emptyAtOnce = (s: ConsensusSchedule): number =>
+  Math.max(0, ...s.steps.map((st) => (st.fault.kind === 'restart-empty' ? st.fault.members.length : 0)));
+
+test('a consensus schedule is a pure function of its seed and backend (and of --unsafe)', () => {
+  for (const backend of CONSENSUS_BACKENDS) {
+    for (const seed of SEEDS.slice(0, 50)) {
+      assert.deepEqual(generateConsensusSchedule(seed, backend), generateConsensusSchedule(seed, backend));
+      assert.deepEqual(
+        generateConsensusSchedule(seed, backend, 'majority-loss'),
+        generateConsensusSchedule(seed, backend, 'majority-loss'),
+      );
+    }
+    assert.notDeepEqual(generateConsensusSchedule(1, backend).steps, generateConsensusSchedule(2, backend).steps);
+  }
+});
+
+test('safe consensus schedules keep every rule: one member empty at a time, alone; pauses bounded; every fault kind drawn', () => {
+  for (const backend of CONSENSUS_BACKENDS) {
+    const kinds = new Set<string>();
+    let pastLease = 0;
+    for (const seed of SEEDS) {
+      const s = generateConsensusSchedule(seed, backend);
+      assert.deepEqual(brokenConsensusRules(s), [], `${backend} seed ${seed}`);
+      assert.ok(emptyAtOnce(s) <= MEMBER_MINORITY, `${backend} seed ${seed}`);
+      for (const st of s.steps) {
+        kinds.add(st.fault.kind);
+        // bounded-pauses, checked here on its own too: every pause and downtime ends before the workload.
+        const f = st.fault;
+        const lasts = 'ms' in f ? f.ms : 'downMs' in f ? f.downMs : 0;
+        assert.ok(st.at + lasts <= s.durationMs, `${backend} seed ${seed}: ${JSON.stringify(st)}`);
+        // Some worker pauses outlast the longest lease (etcd: ttl rounded up to whole seconds) or session (ZooKeeper).
+        const longest = backend === 'etcd' ? Math.ceil(LEASES.etcd.ttlMs[1] / 1_000) * 1_000 : Math.max(...s.managerTtls);
+        if (f.kind === 'pause-worker' && f.ms > longest) pastLease++;
+      }
+      if (backend === 'zookeeper') for (const t of s.managerTtls) assert.ok(t >= 1_000 && t <= 2_000);
+    }
+    assert.deepEqual(
+      [...kinds].sort(),
+      ['cut', 'kill', 'kill-leader', 'latency', 'pause-member', 'pause-worker', 'restart-empty'],
+      backend,
+    );
+    assert.ok(pastLease > 20, `${backend}: only ${pastLease} worker pauses past the lease`);
+  }
+});
+
+test('--unsafe majority-loss on a consensus backend restarts a majority empty at once (etcd: the whole cluster)', () => {
+  for (const backend of CONSENSUS_BACKENDS) {
+    const schedules = SEEDS.map((seed) => generateConsensusSchedule(seed, backend, 'majority-loss'));
+    for (const s of schedules) assert.deepEqual(brokenConsensusRules(s), [], `${backend} seed ${s.seed}`);
+    assert.ok(schedules.some((s) => emptyAtOnce(s) === MEMBERS));
+    assert.ok(schedules.some((s) => brokenConsensusRules({ ...s, unsafe: null }).length > 0));
+    if (backend === 'etcd') assert.ok(schedules.every((s) => [0, MEMBERS].includes(emptyAtOnce(s))));
+  }
 });

@@ -17,6 +17,16 @@ const DRIFT_FACTOR = 0.01;
 /** One quarantine period as the library measures it (longest ttl + drift), plus a margin for restarts and clocks. */
 export const QUARANTINE_MS = TTL_MS[1] + Math.floor(TTL_MS[1] * DRIFT_FACTOR) + 2 + 300;
 
+/** Besides withLock: acquire with explicit extends (some skipped, some with a new ttl), tryAcquire, and locks on two resources. */
+export const OP_MIX = {
+  acquireRate: 0.3,
+  tryAcquireRate: 0.2,
+  multiRate: 0.3,
+  slices: [1, 4],
+  skipExtendRate: 0.2,
+  newTtlRate: 0.3,
+} as const satisfies Partial<OpVariation>;
+
 /** Every rule the generator keeps, with where it comes from. The code below names the rule it enforces. */
 export const RULES = {
   'majority-keeps-data':
@@ -173,13 +183,7 @@ export function generateSchedule(seed: number, unsafe: UnsafeName | null = null)
     longWork: { rate: 0.25, factor: [0.8, 1.6] },
     noExtendRate: 0.3,
     unfairRate: 0.3,
-    // Besides withLock: acquire with explicit extends (some skipped, some with a new ttl), tryAcquire, and locks on two resources.
-    acquireRate: 0.3,
-    tryAcquireRate: 0.2,
-    multiRate: 0.3,
-    slices: [1, 4],
-    skipExtendRate: 0.2,
-    newTtlRate: 0.3,
+    ...OP_MIX,
   }));
 
   const steps: Step[] = [];

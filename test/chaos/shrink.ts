@@ -6,11 +6,16 @@
 // kept here may not be needed (its removal's replay just missed the race), and the schedule left may need a
 // few replays to fail again.
 import fc from 'fast-check';
-import { runSchedule } from './run-schedule.js';
-import type { Schedule } from './schedule.js';
+import type { Outcome } from './run-schedule.js';
 
-export async function shrink(failing: Schedule, maxReplays: number, log: (msg: string) => void = () => undefined): Promise<Schedule> {
-  const only = (mask: readonly boolean[]): Schedule => ({ ...failing, steps: failing.steps.filter((_, i) => mask[i]) });
+/** `run` replays a schedule: runSchedule for Redis, runConsensusSchedule for etcd and ZooKeeper. */
+export async function shrink<S extends { readonly steps: readonly unknown[] }>(
+  failing: S,
+  maxReplays: number,
+  run: (s: S) => Promise<Outcome>,
+  log: (msg: string) => void = () => undefined,
+): Promise<S> {
+  const only = (mask: readonly boolean[]): S => ({ ...failing, steps: failing.steps.filter((_, i) => mask[i]) });
   const all = failing.steps.map(() => true);
   let replays = 0;
   let smallest = failing;
@@ -20,7 +25,7 @@ export async function shrink(failing: Schedule, maxReplays: number, log: (msg: s
     if (replays >= maxReplays) return false;
     replays++;
     const candidate = only(mask);
-    const fails = (await runSchedule(candidate)).violations.length > 0;
+    const fails = (await run(candidate)).violations.length > 0;
     const kept = mask.flatMap((on, i) => (on ? [i] : []));
     log(`steps ${kept.join(',') || '(none)'}: ${fails ? 'still fails' : 'passes'} (replay ${replays}/${maxReplays})`);
     if (fails && candidate.steps.length < smallest.steps.length) smallest = candidate;

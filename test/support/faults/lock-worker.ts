@@ -3,6 +3,7 @@
 // recorded and sent to the parent. Runs `durationMs` from the parent's 'go', then exits by itself.
 // argv: <worker id> <WorkloadConfig as JSON>
 import { LockManager } from '../../../src/index.js';
+import { consensusUrl } from '../../../src/cli/lock-store.js';
 import { FencedStore } from './fenced-store.js';
 import { encodeRecord } from './history.js';
 import { Recorder } from './recorder.js';
@@ -32,7 +33,10 @@ function send(m: WorkerMessage): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const manager = new LockManager([...config.lockUrls], config.managerOptions);
+  // An etcd cluster or a ZooKeeper ensemble comes as a one-entry list of its etcd:// or zk:// URL, which LockManager
+  // takes as the string itself (as a list entry it would be read as a Redis node).
+  const cluster = consensusUrl(config.lockUrls);
+  const manager = cluster ? new LockManager(cluster, config.managerOptions) : new LockManager([...config.lockUrls], config.managerOptions);
   const store = new FencedStore(config.storageUrl, config.storePrefix);
   const recorder = new Recorder(manager, id, (r) => void send({ type: 'record', line: encodeRecord(r) }));
   const stats = newHoldStats() satisfies WorkerStats;
