@@ -6,6 +6,9 @@ import type { LockManagerOptions, ResolvedManagerOptions } from './options.js';
 import { RedisBackend, type RedisTelemetry } from './redis/backend.js';
 import { isZooKeeperInput, ZooKeeperBackend } from './zookeeper/index.js';
 
+/** Whether `input` is Redis nodes, called one by one (each call bounded by nodeTimeout), rather than a consensus store. */
+export const isRedisInput = (input: unknown): boolean => !isEtcdInput(input) && !isZooKeeperInput(input);
+
 export function createBackend(
   input: unknown,
   given: LockManagerOptions | undefined,

@@ -1,6 +1,6 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import type { Backend, LockInfo } from './backend.js';
-import { createBackend } from './backends.js';
+import { createBackend, isRedisInput } from './backends.js';
 import { monotonicNow } from './clock.js';
 import type { EtcdInput } from './etcd/index.js';
 import type { ZooKeeperInput } from './zookeeper/index.js';
@@ -62,7 +62,7 @@ export class LockManager {
    * node-zookeeper-client client, or a `zk://host:port,host:port` URL, for a ZooKeeper ensemble (docs/zookeeper.md).
    */
   constructor(clients: readonly RedisClientInput[] | EtcdInput | ZooKeeperInput, options?: LockManagerOptions & ObservabilityOptions) {
-    this.#options = resolveManagerOptions(options);
+    this.#options = resolveManagerOptions(options, isRedisInput(clients));
     this.#telemetry = new Telemetry(options);
     this.#backend = createBackend(
       clients,

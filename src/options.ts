@@ -98,7 +98,7 @@ export interface ResolvedManagerOptions {
   readonly acquireTimeout: number;
   /** drift = ttl × driftFactor + 2 ms (default 0.01) */
   readonly driftFactor: number;
-  /** per-node request timeout, ms (default 200) */
+  /** per-node request timeout, ms (default 200); 0 on etcd and ZooKeeper, which have no per-node calls */
   readonly nodeTimeout: number;
   /** default backoff while waiting */
   readonly retry: ResolvedRetry;
@@ -141,12 +141,21 @@ export function driftOf(ttl: number, driftFactor: number): number {
   return Math.floor(ttl * driftFactor) + 2;
 }
 
-export function resolveManagerOptions(opts: unknown): ResolvedManagerOptions {
-  if (opts === undefined) return DEFAULTS;
+/** The defaults on etcd and ZooKeeper: no nodeTimeout, so no ttl is refused for want of room for three of them. */
+const CONSENSUS_DEFAULTS: ResolvedManagerOptions = Object.freeze({ ...DEFAULTS, nodeTimeout: 0 });
+
+/**
+ * `perNodeCalls`: the store is Redis nodes, each call bounded by nodeTimeout (which must fit three times in a
+ * lease). On etcd and ZooKeeper nodeTimeout is 0: the backend rejects one given (rejectRedisOnlyOptions).
+ */
+export function resolveManagerOptions(opts: unknown, perNodeCalls = true): ResolvedManagerOptions {
+  const defaults = perNodeCalls ? DEFAULTS : CONSENSUS_DEFAULTS;
+  if (opts === undefined) return defaults;
   const o = plainObject(opts, 'options');
   const driftFactor = o.driftFactor === undefined ? DEFAULTS.driftFactor : checkDriftFactor(o.driftFactor);
   const ttl = o.ttl === undefined ? DEFAULTS.ttl : checkTtl(o.ttl, driftFactor, 'ttl');
-  const nodeTimeout = o.nodeTimeout === undefined ? DEFAULTS.nodeTimeout : checkPositiveInteger(o.nodeTimeout, 'nodeTimeout');
+  const nodeTimeout =
+    !perNodeCalls || o.nodeTimeout === undefined ? defaults.nodeTimeout : checkPositiveInteger(o.nodeTimeout, 'nodeTimeout');
   checkNodeTimeout(nodeTimeout, ttl);
   return Object.freeze({
     ttl,

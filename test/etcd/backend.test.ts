@@ -131,4 +131,13 @@ describe('etcd backend', { skip: requireEtcd('etcd (the etcd backend)') }, () =>
     assert.ok(sem, 'a semaphore named like a mutex is its own');
     await Promise.all([...held, sem].map((l) => l?.release()));
   });
+
+  test('a ttl under three Redis node timeouts (600 ms) is taken, and rounded up to a whole-second lease', async () => {
+    // Found by `npm run chaos -- --backend etcd`: the Redis rule nodeTimeout < ttl / 3 refused these.
+    const locks = manager(500);
+    const lock = await locks.acquire('short-lease', { ttl: 450 });
+    assert.ok(lock.remaining() > 0, `remaining ${lock.remaining()}`);
+    await lock.extend(500);
+    await lock.release();
+  });
 });
