@@ -180,7 +180,9 @@ export async function runConsensusSchedule(s: ConsensusSchedule): Promise<Outcom
     });
     await Promise.all(nemesis);
     const exits = await pool.wait(s.durationMs + 20_000);
-    for (const e of exits) if (e.code !== 0 || e.signal !== null) warnings.push(`worker ${e.id} exited ${e.signal ?? e.code}`);
+    for (const e of exits)
+      if (e.code !== 0 || e.signal !== null)
+        warnings.push(`worker ${e.id} exited ${e.signal ?? e.code}: ${pool.workers.find((w) => w.id === e.id)?.output().trim().split("\n").at(-1) ?? ""}`);
     for (const w of pool.workers) if (w.errors.length > 0) warnings.push(`${w.id}: ${w.errors.length} errors, first: ${w.errors[0]}`);
 
     const records = pool.records();

@@ -5,7 +5,9 @@
  */
 export function armLeakWatchdog(id: string, ms = 5_000): void {
   setTimeout(() => {
-    console.error(`${id}: still running ${ms / 1000} s after closing everything (a leaked handle)`);
+    // What keeps the loop alive, by kind (e.g. TCPWRAP, Timeout): where to look first.
+    const active = process.getActiveResourcesInfo().filter((r) => r !== 'TTYWRAP');
+    console.error(`${id}: still running ${ms / 1000} s after closing everything (a leaked handle: ${active.join(', ')})`);
     process.exit(70);
   }, ms).unref();
 }
