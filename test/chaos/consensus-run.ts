@@ -180,9 +180,17 @@ export async function runConsensusSchedule(s: ConsensusSchedule): Promise<Outcom
     });
     await Promise.all(nemesis);
     const exits = await pool.wait(s.durationMs + 20_000);
-    for (const e of exits)
-      if (e.code !== 0 || e.signal !== null)
-        warnings.push(`worker ${e.id} exited ${e.signal ?? e.code}: ${pool.workers.find((w) => w.id === e.id)?.output().trim().split("\n").at(-1) ?? ""}`);
+    for (const e of exits) {
+      if (e.code === 0 && e.signal === null) continue;
+      // Its last line says why (the leak watchdog names the handles); FENCELOCK_LEAK_DEBUG adds where its timers were made.
+      const output =
+        pool.workers
+          .find((w) => w.id === e.id)
+          ?.output()
+          .trim() ?? '';
+      const tail = process.env.FENCELOCK_LEAK_DEBUG ? output.slice(-3_000) : (output.split('\n').at(-1) ?? '');
+      warnings.push(`worker ${e.id} exited ${e.signal ?? e.code}: ${tail}`);
+    }
     for (const w of pool.workers) if (w.errors.length > 0) warnings.push(`${w.id}: ${w.errors.length} errors, first: ${w.errors[0]}`);
 
     const records = pool.records();
