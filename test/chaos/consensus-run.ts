@@ -13,9 +13,11 @@ import {
   type LocalServer,
   type LocalZooKeeperEnsemble,
 } from '../../src/testing/index.js';
-import { checkHistory, freeze, startProxy, startWorkers, storeLogs, thaw, type Proxy, type WorkerPool } from '../support/faults/index.js';
+import { startProxy, startWorkers, thaw, type Proxy, type WorkerPool } from '../support/faults/index.js';
 import { ETCD_ARGS, MEMBERS, type ConsensusFault, type ConsensusSchedule } from './consensus-schedule.js';
 import type { Outcome } from './run-schedule.js';
+import { addLatency, cutPaths, pauseServer, pauseWorker } from './shared-faults.js';
+import { judge } from './verdict.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 /** bound on every wait for a member or leader after a fault (the helpers' own default) */
@@ -91,37 +93,17 @@ async function apply(f: ConsensusFault, cluster: Cluster, proxies: readonly Prox
     case 'restart-empty':
       return cluster.restartEmpty(f.members);
     case 'pause-member':
-      member(f.member).pause();
-      try {
-        await sleep(f.ms);
-      } finally {
-        member(f.member).resume();
-      }
-      return;
-    case 'pause-worker': {
-      const w = pool.workers[f.worker]!;
-      if (!w.running) return;
-      freeze(w);
-      try {
-        await sleep(f.ms);
-      } finally {
-        thaw(w);
-      }
-      return;
-    }
+      return pauseServer(member(f.member), f.ms);
+    case 'pause-worker':
+      return pauseWorker(pool, f.worker, f.ms);
     case 'latency':
-      proxies[f.member]!.setLatency(f.latencyMs);
-      await sleep(f.ms);
-      proxies[f.member]!.setLatency(0);
-      return;
+      return addLatency(proxies[f.member]!, f.latencyMs, f.ms);
     case 'cut':
-      for (const i of f.members) {
-        if (f.how === 'blackhole') proxies[i]!.blackhole();
-        else proxies[i]!.partition();
-      }
-      await sleep(f.ms);
-      for (const i of f.members) proxies[i]!.heal();
-      return;
+      return cutPaths(
+        f.members.map((i) => proxies[i]!),
+        f.how,
+        f.ms,
+      );
   }
 }
 
@@ -179,40 +161,13 @@ export async function runConsensusSchedule(s: ConsensusSchedule): Promise<Outcom
       }
     });
     await Promise.all(nemesis);
-    const exits = await pool.wait(s.durationMs + 20_000);
-    for (const e of exits) {
-      if (e.code === 0 && e.signal === null) continue;
-      // Its last line says why (the leak watchdog names the handles); FENCELOCK_LEAK_DEBUG adds where its timers were made.
-      const output =
-        pool.workers
-          .find((w) => w.id === e.id)
-          ?.output()
-          .trim() ?? '';
-      const tail = process.env.FENCELOCK_LEAK_DEBUG ? output.slice(-3_000) : (output.split('\n').at(-1) ?? '');
-      warnings.push(`worker ${e.id} exited ${e.signal ?? e.code}: ${tail}`);
-    }
-    for (const w of pool.workers) if (w.errors.length > 0) warnings.push(`${w.id}: ${w.errors.length} errors, first: ${w.errors[0]}`);
-
-    const records = pool.records();
-    const logs = await storeLogs(storage.url, storePrefix, s.resources);
-    const result = checkHistory(records, logs);
-    const operations = pool.workers.reduce((sum, w) => {
-      const st = w.stats;
-      return sum + (st ? st.holds + st.lost + st.timeouts + st.errors : w.records.length);
-    }, 0);
-    const summary = pool.workers
-      .map(
-        (w) =>
-          `${w.id}: ${
-            w.stats
-              ? Object.entries(w.stats)
-                  .map(([k, v]) => `${k} ${v}`)
-                  .join(', ')
-              : 'no stats'
-          }`,
-      )
-      .join('; ');
-    return { operations, faults, violations: result.violations, warnings, summary };
+    const { operations, violations, summary } = await judge(
+      pool,
+      s.durationMs + 20_000,
+      { url: storage.url, prefix: storePrefix, resources: s.resources },
+      warnings,
+    );
+    return { operations, faults, violations, warnings, summary };
   } finally {
     if (pool) {
       for (const w of pool.workers) thaw(w);

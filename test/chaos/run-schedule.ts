@@ -3,8 +3,10 @@
 // times. Every history goes through the checker (history.ts).
 import { Redis } from 'ioredis';
 import { startRedisNode, type LocalRedisNode } from '../../src/testing/index.js';
-import { checkHistory, freeze, startProxy, startWorkers, storeLogs, thaw, type Proxy, type WorkerPool } from '../support/faults/index.js';
+import { startProxy, startWorkers, thaw, type Proxy, type WorkerPool } from '../support/faults/index.js';
 import { startNodesAt } from './clocks.js';
+import { addLatency, cutPaths, pauseServer, pauseWorker } from './shared-faults.js';
+import { judge } from './verdict.js';
 import { type Fault, type Schedule } from './schedule.js';
 
 export interface Outcome {
@@ -50,37 +52,17 @@ async function apply(
       return;
     }
     case 'pause-node':
-      node(f.node).pause();
-      try {
-        await sleep(f.ms);
-      } finally {
-        node(f.node).resume();
-      }
-      return;
-    case 'pause-worker': {
-      const w = pool.workers[f.worker]!;
-      if (!w.running) return;
-      freeze(w);
-      try {
-        await sleep(f.ms);
-      } finally {
-        thaw(w);
-      }
-      return;
-    }
+      return pauseServer(node(f.node), f.ms);
+    case 'pause-worker':
+      return pauseWorker(pool, f.worker, f.ms);
     case 'latency':
-      proxies[f.node]!.setLatency(f.latencyMs);
-      await sleep(f.ms);
-      proxies[f.node]!.setLatency(0);
-      return;
+      return addLatency(proxies[f.node]!, f.latencyMs, f.ms);
     case 'cut':
-      for (const i of f.nodes) {
-        if (f.how === 'blackhole') proxies[i]!.blackhole();
-        else proxies[i]!.partition();
-      }
-      await sleep(f.ms);
-      for (const i of f.nodes) proxies[i]!.heal();
-      return;
+      return cutPaths(
+        f.nodes.map((i) => proxies[i]!),
+        f.how,
+        f.ms,
+      );
   }
 }
 
@@ -116,18 +98,13 @@ export async function runSchedule(s: Schedule): Promise<Outcome> {
       }
     });
     await Promise.all(nemesis);
-    const exits = await pool.wait(s.durationMs + 20_000);
-    for (const e of exits) if (e.code !== 0 || e.signal !== null) warnings.push(`worker ${e.id} exited ${e.signal ?? e.code}`);
-    for (const w of pool.workers) if (w.errors.length > 0) warnings.push(`${w.id}: ${w.errors.length} errors, first: ${w.errors[0]}`);
-
-    const records = pool.records();
-    const logs = await storeLogs(storage.url, storePrefix, s.resources);
-    const result = checkHistory(records, logs);
-    const operations = pool.workers.reduce((sum, w) => {
-      const st = w.stats;
-      return sum + (st ? st.holds + st.lost + st.timeouts + st.misses + st.errors : w.records.length);
-    }, 0);
-    return { operations, faults, violations: result.violations, warnings };
+    const { operations, violations, summary } = await judge(
+      pool,
+      s.durationMs + 20_000,
+      { url: storage.url, prefix: storePrefix, resources: s.resources },
+      warnings,
+    );
+    return { operations, faults, violations, warnings, summary };
   } finally {
     if (pool) {
       for (const w of pool.workers) thaw(w);
