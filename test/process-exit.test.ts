@@ -110,4 +110,19 @@ describe('process exit', () => {
       assert.deepEqual(result.outcomes, ['CLOSED', 'CLOSED'], 'a waiter of a closed manager is told');
     },
   );
+
+  test(
+    'after an etcd outage that kept a waiter’s watch reconnecting, the process ends within a second or two of close()',
+    { skip: requireEtcd('etcd (process exit)') },
+    async () => {
+      // Found by `npm run chaos -- --backend etcd`: etcd3's watch reconnect timer (backing off to 30 s) outlived
+      // close(); the client fencelock makes backs off to 1 s at most.
+      const r = await runFixture('exit-after-etcd-outage.ts', 60_000);
+      const exitedAt = Date.now();
+      const result = assertExitedByItself(r);
+      assert.equal(result.outcome, 'CLOSED');
+      const lingered = exitedAt - (result.at as number);
+      assert.ok(lingered < 2_500, `the process lingered ${lingered} ms after closing everything`);
+    },
+  );
 });
