@@ -115,7 +115,8 @@ describe('process exit', () => {
     'after an etcd outage that kept a waiter’s watch reconnecting, the process ends within a second or two of close()',
     { skip: requireEtcd('etcd (process exit)') },
     async () => {
-      // Found by `npm run chaos -- --backend etcd`: etcd3's watch reconnect timer (backing off to 30 s) outlived
+      // Found by `npm run chaos -- --backend etcd` (seeds 500007, 500011, 500037, 520018, 520020: workers still alive 5 s
+      // after closing everything, with FENCELOCK_LEAK_DEBUG naming the timer): etcd3’s watch reconnect timer (to 30 s) outlived
       // close(); the client fencelock makes backs off to 1 s at most.
       const r = await runFixture('exit-after-etcd-outage.ts', 60_000);
       const exitedAt = Date.now();
