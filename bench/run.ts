@@ -123,7 +123,8 @@ async function main(): Promise<void> {
     for (const workload of args.workloads) {
       for (const mode of args.modes) {
         for (const lib of libs) {
-          if (stopping) return;
+          // Stopped by a signal: no report of a partial run (and no exit code 0 for it).
+          if (stopping) throw new Error('stopped by a signal before every cell ran');
           const base = { workload, library: lib.id, mode } as const;
           let result: CellResult;
           const skip = notApplicable(lib, workload, mode);

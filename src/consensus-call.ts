@@ -1,11 +1,19 @@
 // What an acquire call on a consensus store (etcd, ZooKeeper) does around the store's own pass: the deadline,
 // the signal, a capped backoff after the store failed a step (a leader election, a member down), and the
 // QuorumError that names the store. The store decides as one, so it is one node with a quorum of one.
-import type { Grant, WaitResult } from './backend.js';
+import type { Grant, LeaseOps, LockInfo, WaitResult } from './backend.js';
 import { backoffDelay } from './backoff.js';
 import { monotonicNow } from './clock.js';
 import { LockTimeoutError, NodeError, QuorumError } from './errors.js';
 import type { ResolvedAcquire } from './options.js';
+
+/** What one acquire call asks of a consensus store: its queues (one per resource), and what names it in messages. */
+export interface ConsensusHold<Queue> {
+  readonly queues: readonly Queue[];
+  readonly resources: readonly string[];
+  /** extend and release of the grant (the backend's) */
+  readonly ops: LeaseOps;
+}
 
 /** One acquire call's clock: its options and signal, when it began, and when its timeout ends it (monotonic ms). */
 export interface CallClock {
@@ -73,4 +81,28 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
 export function storeQuorumError(resources: readonly string[], operation: string, store: string, error: unknown): QuorumError {
   const nodeError = error instanceof NodeError ? error : new NodeError(store, String(error), { cause: error });
   return new QuorumError(resources, operation, 0, 1, [{ node: store, error: nodeError }]);
+}
+
+/** What a consensus store knows of a resource's holder queue, for inspect. */
+export interface QueueView {
+  readonly owner: string | null;
+  /** ms left on the holder's lease; -1 where only the holder's client can tell (a ZooKeeper session) */
+  readonly remaining: number;
+  readonly waiters: number;
+  readonly fence: bigint;
+}
+
+/**
+ * inspect on a store that decides as one: a single trusted node with a quorum of one. A store that cannot
+ * be read is reported as that node's error, not thrown, as a Redis node that does not answer is.
+ */
+export async function inspectOneNode(resource: string, node: string, read: () => Promise<QueueView>): Promise<LockInfo> {
+  try {
+    const { owner, remaining, waiters, fence } = await read();
+    const view = { node, owner, remaining, waiters, fence, state: 'trusted' as const, quarantinedFor: 0, error: null };
+    return { resource, quorum: 1, holder: owner, fence, nodes: [view] };
+  } catch (error) {
+    const view = { node, owner: null, remaining: 0, waiters: 0, fence: null, state: null, quarantinedFor: 0, error: error as Error };
+    return { resource, quorum: 1, holder: null, fence: 0n, nodes: [view] };
+  }
 }

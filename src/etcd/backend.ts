@@ -1,6 +1,7 @@
 // fencelock on etcd: the lock recipe (recipe.ts) over the queues of queue.ts, behind the Backend interface.
 // The cluster decides as one (Raft), so it counts as one node with a quorum of one in messages and inspect.
 import type { Backend, BackendHost, LeaseOps, LockInfo, Win } from '../backend.js';
+import { inspectOneNode } from '../consensus-call.js';
 import { rejectRedisOnlyOptions, type LockManagerOptions, type ResolvedManagerOptions } from '../options.js';
 import { mutexQueue, ownerOf, rwQueue, semaphoreQueue, type Queue } from './queue.js';
 import { acquire, extend, queueKeys, release, watchLoss, type EtcdGrant, type Hold } from './recipe.js';
@@ -48,29 +49,17 @@ export class EtcdBackend implements Backend {
   /** Nothing to do: the waiter behind this holder hears of the release from its watch. */
   releasedHere(): void {}
 
-  async inspect(resource: string): Promise<LockInfo> {
-    const node = this.#store.name;
-    try {
+  inspect(resource: string): Promise<LockInfo> {
+    return inspectOneNode(resource, this.#store.name, async () => {
       const kvs = await queueKeys(this.#store, mutexQueue(this.#keyPrefix, resource));
       const holder = kvs[0];
-      const remaining = holder ? Math.max(0, await this.#store.timeToLive(String(holder.lease))) : 0;
-      const fence = holder ? BigInt(holder.mod_revision) : 0n;
-      const owner = holder ? ownerOf(holder.value) : null;
-      const view = {
-        node,
-        owner,
-        remaining,
+      return {
+        owner: holder ? ownerOf(holder.value) : null,
+        remaining: holder ? Math.max(0, await this.#store.timeToLive(String(holder.lease))) : 0,
         waiters: Math.max(0, kvs.length - 1),
-        fence,
-        state: 'trusted' as const,
-        quarantinedFor: 0,
-        error: null,
+        fence: holder ? BigInt(holder.mod_revision) : 0n,
       };
-      return { resource, quorum: 1, holder: owner, fence, nodes: [view] };
-    } catch (error) {
-      const view = { node, owner: null, remaining: 0, waiters: 0, fence: null, state: null, quarantinedFor: 0, error: error as Error };
-      return { resource, quorum: 1, holder: null, fence: 0n, nodes: [view] };
-    }
+    });
   }
 
   /** Revokes the holder's lease: its keys go (on every resource of its lock) and its next extension fails. */

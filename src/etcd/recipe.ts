@@ -13,9 +13,9 @@
 // confirming write): a lock on several resources may have queued behind keys created after its own. No
 // write-back, no trust rule, no quarantine: a member that lost its data rejoins by Raft, not by fencelock.
 import type { IKeyValue, IRequestOp } from 'etcd3';
-import type { Grant, LeaseOps, RetryInfo, WaitResult } from '../backend.js';
+import type { Grant, RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
-import { callClock, pauseAfterFailure, storeQuorumError, untilGranted, type CallClock } from '../consensus-call.js';
+import { callClock, pauseAfterFailure, storeQuorumError, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
 import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
@@ -50,12 +50,7 @@ const quorumError = (resources: readonly string[], operation: string, store: Etc
   storeQuorumError(resources, operation, store.name, error);
 
 /** What one acquire call asks: its queues (one per resource), and what names it in messages. */
-export interface Hold {
-  readonly queues: readonly Queue[];
-  readonly resources: readonly string[];
-  /** extend and release of the grant (the backend's) */
-  readonly ops: LeaseOps;
-}
+export type Hold = ConsensusHold<Queue>;
 
 /** One acquire call: what each of its steps needs. */
 interface Call extends CallClock {

@@ -2,6 +2,7 @@
 // interface. The ensemble decides as one (Zab), so it counts as one node with a quorum of one in messages
 // and inspect. The lease of every lock is the manager's session (its timeout: the manager's `ttl`).
 import type { Backend, BackendHost, LeaseOps, LockInfo, Win } from '../backend.js';
+import { inspectOneNode } from '../consensus-call.js';
 import { rejectRedisOnlyOptions, type LockManagerOptions, type ResolvedManagerOptions } from '../options.js';
 import { mutexQueue, ordered, rootOf, rwQueue, semaphoreQueue, type Queue } from './queue.js';
 import { acquire, extend, release, watchLoss, type Hold, type ZooKeeperGrant } from './recipe.js';
@@ -49,31 +50,20 @@ export class ZooKeeperBackend implements Backend {
   /** Nothing to do: the waiter behind this holder hears of the release from its watch. */
   releasedHere(): void {}
 
-  async inspect(resource: string): Promise<LockInfo> {
-    const node = this.#store.name;
+  inspect(resource: string): Promise<LockInfo> {
     const queue = mutexQueue(this.#root, resource);
-    try {
+    return inspectOneNode(resource, this.#store.name, async () => {
       const children = ordered((await this.#store.children(queue.path)) ?? []);
       const first = children[0];
       const holder = first ? await this.#store.read(`${queue.path}/${first.name}`) : null;
-      const owner = holder?.data ?? null;
-      const fence = holder ? zxid(holder.stat.czxid) : 0n;
-      // The holder's lease is its session, which only its own client sees: held until released or that session ends.
-      const view = {
-        node,
-        owner,
+      return {
+        owner: holder?.data ?? null,
+        // The holder's lease is its session, which only its own client sees: held until released or that session ends.
         remaining: holder ? -1 : 0,
         waiters: Math.max(0, children.length - 1),
-        fence,
-        state: 'trusted' as const,
-        quarantinedFor: 0,
-        error: null,
+        fence: holder ? zxid(holder.stat.czxid) : 0n,
       };
-      return { resource, quorum: 1, holder: owner, fence, nodes: [view] };
-    } catch (error) {
-      const view = { node, owner: null, remaining: 0, waiters: 0, fence: null, state: null, quarantinedFor: 0, error: error as Error };
-      return { resource, quorum: 1, holder: null, fence: 0n, nodes: [view] };
-    }
+    });
   }
 
   /** Deletes the holder's znode: the holder's watch tells it at once (its signal aborts), the next waiter's watch too. */

@@ -10,9 +10,9 @@
 // The lease is the session: our znodes live as long as it does. A lock is valid from the last round trip
 // that found its znodes, for the session's timeout (the ensemble cannot end the session sooner after hearing
 // from us), less a drift allowance. Release deletes the znodes (and the queue's parent when it is empty).
-import type { Grant, LeaseOps, RetryInfo, WaitResult } from '../backend.js';
+import type { Grant, RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
-import { callClock, pauseAfterFailure, storeQuorumError, untilGranted, type CallClock } from '../consensus-call.js';
+import { callClock, pauseAfterFailure, storeQuorumError, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
 import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
@@ -32,12 +32,7 @@ export interface ZooKeeperGrant extends Grant {
 }
 
 /** What one acquire call asks: its queues (one per resource), and what names it in messages. */
-export interface Hold {
-  readonly queues: readonly Queue[];
-  readonly resources: readonly string[];
-  /** extend and release of the grant (the backend's) */
-  readonly ops: LeaseOps;
-}
+export type Hold = ConsensusHold<Queue>;
 
 /** One acquire call: what each of its steps needs. */
 interface Call extends CallClock {

@@ -13,7 +13,9 @@ import { notApplicable, SMOKE_LIBRARIES as LIBRARIES } from '../../bench/librari
 import type { CellResult, RunReport } from '../../bench/types.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
-const RUN_LIMIT_MS = 280_000; // the quick run takes about a minute on an idle 2-core machine
+// The quick run: 160 cells, each in a fresh process, 167 s on an idle 2-core machine (2026-11-26); in the suite
+// it shares the 2 cores with the other test files and took over 280 s once in CI.
+const RUN_LIMIT_MS = 480_000;
 const profile = PROFILES.quick;
 
 interface RunOutcome {
@@ -53,7 +55,7 @@ function runQuick(dir: string): Promise<RunOutcome> {
 
 const mtime = async (file: string): Promise<number | undefined> => (await stat(file).catch(() => undefined))?.mtimeMs;
 
-describe('bench --quick', () => {
+describe('bench --quick', { timeout: RUN_LIMIT_MS + 60_000 }, () => {
   before(async () => {
     outDir = await mkdtemp(path.join(os.tmpdir(), 'fencelock-bench-'));
   });

@@ -105,7 +105,7 @@ describe('fencelock run', () => {
   });
 
   test('--no-wait exits 75 (EX_TEMPFAIL) at once while another owner holds the lock', async () => {
-    const held = await locks.acquire('cli:busy');
+    const held = await locks.acquire('cli:busy', { ttl: 30_000 }); // outlives the CLI's start-up on a loaded machine
     try {
       const t = performance.now();
       const r = await runCli(['run', '--no-wait', '--json', 'cli:busy', '--', 'true'], 30_000, env);

@@ -25,8 +25,13 @@ export interface ChaosTargets {
  */
 export interface ChaosHooks {
   announce(text: string): void;
-  /** ask a worker to stop between its read and its write; resolves with its PID when it is there */
-  freezeWorker(): Promise<{ id: number; pid: number } | undefined>;
+  /**
+   * ask a worker to stop between its read and its write; resolves with its PID when it is there, and
+   * optionally with `thaw`: what must have happened before it may wake (a real pause knows no such thing, but
+   * the demo's point is to show the fence turning the late write away, so the newer holder must have written
+   * first, however slow a loaded machine is; bounded by FREEZE_MAX_MS all the same)
+   */
+  freezeWorker(): Promise<{ id: number; pid: number; thaw?: Promise<void> } | undefined>;
 }
 
 /** The demo's faults: SIGKILL a lock node (then restart it), freeze a worker past its lease, pause a node. */
@@ -97,10 +102,14 @@ export class Chaos {
     const ms = Math.round(this.ttl * 2);
     process.kill(target.pid, 'SIGSTOP');
     this.freezes++;
-    this.hooks.announce(`worker ${target.id} frozen (SIGSTOP) for ${ms} ms while holding the lock, between its read and its write`);
+    const frozenAt = performance.now();
+    const until = target.thaw ? `${ms} ms, and until its order was placed by another worker` : `${ms} ms`;
+    this.hooks.announce(`worker ${target.id} frozen (SIGSTOP) for ${until}, while holding the lock, between its read and its write`);
     await sleep(ms);
+    if (target.thaw) await within(target.thaw, FREEZE_MAX_MS - ms);
     process.kill(target.pid, 'SIGCONT');
-    this.hooks.announce(`worker ${target.id} resumed: its lease ran out while it slept`);
+    const slept = Math.round(performance.now() - frozenAt);
+    this.hooks.announce(`worker ${target.id} resumed after ${slept} ms: its lease ran out while it slept`);
   }
 
   private async pauseNode(): Promise<void> {
@@ -118,6 +127,16 @@ export class Chaos {
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Waits for `event`, or `ms` at the most (no timer left behind either way). */
+async function within(event: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([event, new Promise<void>((r) => (timer = setTimeout(r, Math.max(0, ms))))]);
+  clearTimeout(timer);
+}
+
+/** The longest a worker stays frozen while its `thaw` has not come. */
+const FREEZE_MAX_MS = 15_000;
 
 /** A small seeded PRNG (mulberry32), so --seed replays the same choices. */
 export function seededRandom(seed: number): () => number {

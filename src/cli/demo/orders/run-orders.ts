@@ -116,9 +116,12 @@ export async function runOrders(o: OrdersOptions): Promise<OrdersReport> {
     let leasesLost = 0;
     const repairs = noRepairs();
     const reconcileRuns = { ran: 0, skipped: 0 };
-    const freezeWaiters = new Map<number, (pid: number) => void>();
-    /** orders a frozen worker holds: a kill of their redelivery would leave the fence nothing to reject */
-    const frozenKeys = new Set<string>();
+    const freezeWaiters = new Map<number, (frozen: { pid: number; key: string }) => void>();
+    /**
+     * orders a frozen worker holds, and what wakes it: another worker has finished the order's redelivery (a
+     * kill of that redelivery would leave the fence nothing to reject, so the kill spares it)
+     */
+    const frozenKeys = new Map<string, () => void>();
     const random = seededRandom(o.seed + 7);
 
     const chaosFaults = new Set<ChaosFault>();
@@ -134,7 +137,10 @@ export async function runOrders(o: OrdersOptions): Promise<OrdersReport> {
           const target = dispatch.busyWorker(random);
           if (target === undefined) return Promise.resolve(undefined);
           return new Promise((resolve) => {
-            freezeWaiters.set(target, (pid) => resolve({ id: target, pid }));
+            freezeWaiters.set(target, ({ pid, key }) => {
+              const thaw = new Promise<void>((done) => frozenKeys.set(key, done));
+              resolve({ id: target, pid, thaw });
+            });
             workers[target]!.send({ type: 'freeze-next' } satisfies OrdersParentMessage);
             // It freezes at its next write: if none comes (every delivery left was a duplicate), no freeze.
             setTimeout(() => freezeWaiters.delete(target) && resolve(undefined), 5_000).unref();
@@ -165,7 +171,10 @@ export async function runOrders(o: OrdersOptions): Promise<OrdersReport> {
               break;
             case 'result':
               counts[m.outcome]++;
-              frozenKeys.delete(m.delivery.key);
+              if (m.outcome !== 'fence') {
+                frozenKeys.get(m.delivery.key)?.();
+                frozenKeys.delete(m.delivery.key);
+              }
               if (m.heldBack) heldBack++;
               if (m.leaseLost) leasesLost++;
               if (m.outcome === 'fence') announce(`worker ${m.worker}: its late write for ${m.delivery.key} turned away by the fence`);
@@ -176,9 +185,8 @@ export async function runOrders(o: OrdersOptions): Promise<OrdersReport> {
               dispatch.redeliver(m.worker, m.delivery, undefined);
               break;
             case 'freeze-me':
-              freezeWaiters.get(m.worker)?.(worker.pid as number);
+              freezeWaiters.get(m.worker)?.({ pid: worker.pid as number, key: m.delivery.key });
               freezeWaiters.delete(m.worker);
-              frozenKeys.add(m.delivery.key);
               // The client whose request is stuck in the frozen worker times out and sends it again.
               dispatch.redeliver(m.worker, m.delivery, `${m.delivery.key} delivered again (its client timed out)`, true);
               break;
