@@ -1,7 +1,7 @@
 // The boundary between what a lock is to its user (lock-manager.ts, lock.ts, hold.ts, the primitives, the
 // CLI) and how a store grants it. A backend wins grants, extends and releases them, and answers an
 // operator's questions; everything above it is the same for every store. Each backend lives in its own
-// folder (redis/, etcd/) and is readable on its own; backends.ts picks one from what the user passed.
+// folder (redis/, etcd/, zookeeper/) and is readable on its own; backends.ts picks one from what the user passed.
 import type { NodeFailure } from './errors.js';
 import type { LockEvents } from './events.js';
 import type { ResolvedAcquire } from './options.js';

@@ -40,8 +40,10 @@ export class ManagerClosedError extends LockError {
 
 /**
  * Entry point. One client is a single-instance lock; N independent clients
- * are Redlock with quorum floor(N/2) + 1. The protocol itself lives in
- * src/algorithm/; this class validates input, tracks held locks and emits events.
+ * are Redlock with quorum floor(N/2) + 1; an etcd or ZooKeeper client or URL is
+ * that store's lock recipe. The protocols live behind the backend boundary
+ * (src/redis/, src/etcd/, src/zookeeper/); this class validates input, tracks
+ * held locks and emits events.
  */
 export class LockManager {
   readonly #options: ResolvedManagerOptions;
