@@ -135,7 +135,7 @@ export async function runConsensusSchedule(s: ConsensusSchedule): Promise<Outcom
       storePrefix,
       // ttl only: nodeTimeout, restartQuarantine, driftFactor and waitForReplicas are Redis's (etcd and ZooKeeper refuse them).
       managerOptions: { ttl: s.managerTtls[i]! },
-      variation: s.variations[i]!,
+      variations: s.managers[i]!,
     }));
     const start = performance.now();
     const running = pool;

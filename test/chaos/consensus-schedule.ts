@@ -6,7 +6,7 @@
 // really happen on each backend (see LEASES).
 import { seededRandom } from '../../src/cli/demo/chaos.js';
 import type { OpVariation } from '../support/faults/index.js';
-import { OP_MIX } from './schedule.js';
+import { drawManagers, OP_MIX } from './schedule.js';
 
 export type ConsensusBackend = 'etcd' | 'zookeeper';
 export const CONSENSUS_BACKENDS: readonly ConsensusBackend[] = ['etcd', 'zookeeper'];
@@ -45,7 +45,7 @@ export const LEASES = {
     // 600 ms here (the Redis rule nodeTimeout < ttl / 3); fixed, and kept by test/zookeeper/backend.test.ts.
     ttlMs: [400, 2_000] as const,
     longWorkFactor: [1.1, 2.0] as const,
-    /** each worker's session timeout, drawn per worker within this range; 5-10 ticks of the ensemble's 200 ms tickTime */
+    /** the session timeout of a worker's managers (each its own session), drawn per worker within this range; 5-10 ticks of the ensemble's 200 ms tickTime */
     sessionMs: [1_000, 2_000] as const,
     pauseWorkerMs: [300, 4_500] as const,
   },
@@ -113,10 +113,10 @@ export interface ConsensusSchedule {
   readonly resources: readonly string[];
   /** ms of workload (workers stop taking locks then) */
   readonly durationMs: number;
-  /** per worker, the manager's ttl: ZooKeeper's session timeout; etcd's default lease (each holding passes its own) */
+  /** per worker, its managers' ttl: ZooKeeper's session timeout (each manager its own session); etcd's default lease (each holding passes its own) */
   readonly managerTtls: readonly number[];
-  /** per worker, its seeded choices (the seed differs per worker) */
-  readonly variations: readonly OpVariation[];
+  /** per worker, one entry per manager it runs: that manager's seeded choices (the seed differs per manager) */
+  readonly managers: readonly (readonly OpVariation[])[];
   readonly steps: readonly ConsensusStep[];
 }
 
@@ -279,7 +279,7 @@ export function generateConsensusSchedule(
     steps.push({ at, fault });
   }
 
-  return { backend, seed, unsafe, workers, resources, durationMs, managerTtls, variations, steps };
+  return { backend, seed, unsafe, workers, resources, durationMs, managerTtls, managers: drawManagers(seed, variations), steps };
 }
 
 /** One line per step, for a report or a failure message. */
@@ -315,7 +315,8 @@ export function describeConsensusSchedule(s: ConsensusSchedule): string {
       ? `ttl ${lease.ttlMs[0]}-${lease.ttlMs[1]} ms (whole-second leases)`
       : `sessions ${s.managerTtls.join(', ')} ms, ttl ${lease.ttlMs[0]}-${lease.ttlMs[1]} ms (capped by the session)`;
   const head =
-    `seed ${s.seed} --backend ${s.backend}${s.unsafe ? ` (--unsafe ${s.unsafe})` : ''}: ${what}, ${s.workers} workers, ` +
+    `seed ${s.seed} --backend ${s.backend}${s.unsafe ? ` (--unsafe ${s.unsafe})` : ''}: ${what}, ${s.workers} workers ` +
+    `(${s.managers.map((m) => m.length).join(', ')} managers), ` +
     `resources ${s.resources.join(', ')}, ${s.durationMs} ms, ${leases}`;
   return [head, ...s.steps.map((st, i) => `  ${String(i).padStart(2)}. ${describeConsensusStep(st, s.backend)}`)].join('\n');
 }

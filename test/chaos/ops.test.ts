@@ -11,7 +11,7 @@ const draw = (v: OpVariation, resources: readonly string[], n = DRAWS): HoldOp[]
   return Array.from({ length: n }, () => next());
 };
 /** The schedules' own variations, so the test sees the rates they run with. */
-const variation = (seed: number): OpVariation => generateSchedule(seed).variations[0]!;
+const variation = (seed: number): OpVariation => generateSchedule(seed).managers[0]![0]!;
 
 test('the operations are a pure function of the variation, which is JSON-safe', () => {
   const v = variation(7);

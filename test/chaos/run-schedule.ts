@@ -1,5 +1,5 @@
 // Runs one fault schedule against real processes: five fresh lock nodes (each behind a TCP proxy), a storage
-// node for the fenced store, the schedule's workers (workers.ts), and a nemesis applying the steps at their
+// node for the fenced store, the schedule's workers (workers.ts, each running its managers), and a nemesis applying the steps at their
 // times. Every history goes through the checker (history.ts).
 import { Redis } from 'ioredis';
 import { startRedisNode, type LocalRedisNode } from '../../src/testing/index.js';
@@ -82,7 +82,7 @@ export async function runSchedule(s: Schedule): Promise<Outcome> {
       durationMs: s.durationMs,
       storePrefix,
       managerOptions: { nodeTimeout: s.nodeTimeout, restartQuarantine: s.restartQuarantine, ttl: 1_000 },
-      variation: s.variations[i]!,
+      variations: s.managers[i]!,
     }));
     const start = performance.now();
     const running = pool;

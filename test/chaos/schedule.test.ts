@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { variedOps } from '../support/faults/index.js';
 import { FAST_RATE, SAFE_DRIFT } from './clocks.js';
-import { brokenRules, generateSchedule, MINORITY, NODES, UNSAFE, type Schedule, type UnsafeName } from './schedule.js';
+import { brokenRules, generateSchedule, MANAGERS, MINORITY, NODES, UNSAFE, type Schedule, type UnsafeName } from './schedule.js';
 import {
   brokenConsensusRules,
   CONSENSUS_BACKENDS,
@@ -27,12 +27,38 @@ test('a schedule is a pure function of its seed (and of --unsafe)', () => {
 });
 
 test('a worker’s operations are a function of its seed', () => {
-  const v = generateSchedule(42).variations[0]!;
+  const v = generateSchedule(42).managers[0]![0]!;
   const draw = (): unknown[] => {
     const next = variedOps(v, ['a', 'b']);
     return Array.from({ length: 20 }, () => next());
   };
   assert.deepEqual(draw(), draw());
+});
+
+test('every worker runs 2-3 managers, each with its own seed, drawn from their own stream of the seed', () => {
+  const counts = new Set<number>();
+  for (const backend of ['redis', ...CONSENSUS_BACKENDS] as const) {
+    for (const seed of SEEDS) {
+      const s = backend === 'redis' ? generateSchedule(seed) : generateConsensusSchedule(seed, backend);
+      assert.equal(s.managers.length, s.workers, `${backend} seed ${seed}`);
+      for (const m of s.managers) {
+        assert.ok(m.length >= MANAGERS[0] && m.length <= MANAGERS[1], `${backend} seed ${seed}: ${m.length} managers`);
+        counts.add(m.length);
+        // Only the seed differs between a worker's managers: the rules' ranges are the same for all.
+        for (const v of m) assert.deepEqual({ ...v, seed: 0 }, { ...m[0]!, seed: 0 });
+      }
+      const seeds = s.managers.flat().map((v) => v.seed);
+      assert.equal(new Set(seeds).size, seeds.length, `${backend} seed ${seed}: two managers share a seed`);
+    }
+  }
+  assert.deepEqual([...counts].sort(), [2, 3]);
+  // Their own stream of the seed: the same counts and seeds on every call, whatever --unsafe changes in the steps.
+  for (const seed of SEEDS.slice(0, 50)) {
+    assert.deepEqual(generateSchedule(seed).managers, generateSchedule(seed).managers);
+    assert.deepEqual(generateSchedule(seed, 'no-quarantine').managers, generateSchedule(seed).managers);
+    assert.deepEqual(generateConsensusSchedule(seed, 'etcd', 'majority-loss').managers, generateConsensusSchedule(seed, 'etcd').managers);
+  }
+  assert.notDeepEqual(generateSchedule(1).managers, generateSchedule(2).managers);
 });
 
 test('safe schedules keep every rule; at most a minority loses data at once; faults of every kind are drawn', () => {

@@ -1,5 +1,5 @@
 // Random fault schedules (issue 18): a schedule is a pure function of its seed, so a failing one is
-// replayed exactly with --seed (the faults and every worker's choices are the same; real timing is not).
+// replayed exactly with --seed (the faults and every manager's choices are the same; real timing is not).
 // The generator's rules are the assumptions docs/reliability.md and docs/how-it-works.md state, each named;
 // --unsafe <name> lifts one rule or switches one protection off, to show that the checker then finds the bug.
 import { seededRandom } from '../../src/cli/demo/chaos.js';
@@ -46,6 +46,23 @@ export const RULES = {
   'keys-left-alone': "nothing deletes fencelock's keys but a whole-node loss (FLUSHALL, an empty restart), which counts as data loss",
 } as const;
 export type RuleName = keyof typeof RULES;
+
+/** How many LockManagers each worker process runs: each with its own connections and its own concurrent hold loop. */
+export const MANAGERS: readonly [number, number] = [2, 3];
+
+/**
+ * Each worker's managers, as one OpVariation each: the worker's own (drawn with the schedule) for the first, the
+ * same with a new seed for each other. Drawn from their own stream of the seed, so adding managers left every
+ * seed's steps and first-manager choices as they were (as drawClockRates does). Shared with consensus-schedule.ts.
+ */
+export function drawManagers(seed: number, workers: readonly OpVariation[]): OpVariation[][] {
+  const random = seededRandom(seed ^ 0x1f83d9ab);
+  const int = (lo: number, hi: number): number => lo + Math.floor(random() * (hi - lo + 1));
+  return workers.map((v) => {
+    const extra = int(MANAGERS[0], MANAGERS[1]) - 1;
+    return [v, ...Array.from({ length: extra }, () => ({ ...v, seed: int(1, 2 ** 31 - 1) }))];
+  });
+}
 
 /** What each --unsafe name lifts. */
 export const UNSAFE = {
@@ -97,8 +114,8 @@ export interface Schedule {
   readonly restartQuarantine: RestartQuarantine;
   /** each lock node's clock rate (1 = real time), applied where faketime is installed (clocks.ts) */
   readonly clockRates: readonly number[];
-  /** per worker, its seeded choices (the seed differs per worker) */
-  readonly variations: readonly OpVariation[];
+  /** per worker, one entry per manager it runs: that manager's seeded choices (the seed differs per manager) */
+  readonly managers: readonly (readonly OpVariation[])[];
   readonly steps: readonly Step[];
 }
 
@@ -269,7 +286,7 @@ export function generateSchedule(seed: number, unsafe: UnsafeName | null = null)
     restartQuarantine: lifted.has('quarantine-on') ? false : 'auto',
     // Rule same-clock-rate: within SAFE_DRIFT of real time, unless lifted.
     clockRates: drawClockRates(seed, NODES, lifted.has('same-clock-rate')),
-    variations,
+    managers: drawManagers(seed, variations),
     steps,
   };
 }
@@ -298,7 +315,8 @@ export function describeStep(s: Step): string {
 
 export function describeSchedule(s: Schedule): string {
   const head =
-    `seed ${s.seed}${s.unsafe ? ` (--unsafe ${s.unsafe})` : ''}: ${NODES} nodes, ${s.workers} workers, ` +
+    `seed ${s.seed}${s.unsafe ? ` (--unsafe ${s.unsafe})` : ''}: ${NODES} nodes, ${s.workers} workers ` +
+    `(${s.managers.map((m) => m.length).join(', ')} managers), ` +
     `resources ${s.resources.join(', ')}, ${s.durationMs} ms, restartQuarantine ${String(s.restartQuarantine)}, ` +
     `ttl ${TTL_MS[0]}-${TTL_MS[1]} ms, clock rates ${s.clockRates.join(', ')}`;
   return [head, ...s.steps.map((st, i) => `  ${String(i).padStart(2)}. ${describeStep(st)}`)].join('\n');

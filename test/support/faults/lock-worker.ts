@@ -1,6 +1,7 @@
 // One lock-worker process (started by workers.ts): a contended read-modify-write
 // under a lock (withLock, or the config's varied operations), fenced in the store, every holding
-// recorded and sent to the parent. Runs `durationMs` from the parent's 'go', then exits by itself.
+// recorded and sent to the parent; one loop per manager (config.variations), all at once.
+// Runs `durationMs` from the parent's 'go', then exits by itself.
 // argv: <worker id> <WorkloadConfig as JSON>
 import { LockManager } from '../../../src/index.js';
 import { consensusUrl } from '../../../src/cli/lock-store.js';
@@ -36,9 +37,20 @@ async function main(): Promise<void> {
   // An etcd cluster or a ZooKeeper ensemble comes as a one-entry list of its etcd:// or zk:// URL, which LockManager
   // takes as the string itself (as a list entry it would be read as a Redis node).
   const cluster = consensusUrl(config.lockUrls);
-  const manager = cluster ? new LockManager(cluster, config.managerOptions) : new LockManager([...config.lockUrls], config.managerOptions);
+  // Several managers in one process are several clients (their own connections, sessions and owner tokens) that
+  // share its fate: a SIGSTOP of the process pauses them all at once. Each records as its own holder.
+  const variations = config.variations ?? [undefined];
+  const clients = variations.map((variation, k) => {
+    const manager = cluster
+      ? new LockManager(cluster, config.managerOptions)
+      : new LockManager([...config.lockUrls], config.managerOptions);
+    const holder = variations.length > 1 ? `${id}.m${k + 1}` : id;
+    const recorder = new Recorder(manager, holder, (r) => void send({ type: 'record', line: encodeRecord(r) }));
+    return { manager, holder, recorder, variation };
+  });
+  // The protected resource, not a lock client: one connection serves every manager.
   const store = new FencedStore(config.storageUrl, config.storePrefix);
-  const recorder = new Recorder(manager, id, (r) => void send({ type: 'record', line: encodeRecord(r) }));
+  // One count for the process: the loops run on one thread, so sharing it needs no more than ++.
   const stats = newHoldStats() satisfies WorkerStats;
   try {
     const go = new Promise<boolean>((resolve) => {
@@ -51,22 +63,27 @@ async function main(): Promise<void> {
     await send({ type: 'ready' });
     if (!(await go)) throw new Error(`no 'go' from the parent within ${READY_TIMEOUT_MS} ms`);
 
-    await runHoldLoop({
-      recorder,
-      store,
-      resources: config.resources,
-      deadline: performance.now() + config.durationMs,
-      maxHolds: MAX_HOLDS,
-      workMs: config.workMs ?? 3,
-      lockOptions: config.lockOptions,
-      ...(config.variation ? { nextOp: variedOps(config.variation, config.resources) } : {}),
-      stats,
-      onHolding: () => void send({ type: 'holding' }),
-      onError: (error) => void send({ type: 'error', message: `${id}: ${String(error)}` }),
-    });
+    const deadline = performance.now() + config.durationMs;
+    await Promise.all(
+      clients.map(({ recorder, holder, variation }) =>
+        runHoldLoop({
+          recorder,
+          store,
+          resources: config.resources,
+          deadline,
+          maxHolds: MAX_HOLDS,
+          workMs: config.workMs ?? 3,
+          lockOptions: config.lockOptions,
+          ...(variation ? { nextOp: variedOps(variation, config.resources) } : {}),
+          stats,
+          onHolding: () => void send({ type: 'holding' }),
+          onError: (error) => void send({ type: 'error', message: `${holder}: ${String(error)}` }),
+        }),
+      ),
+    );
   } finally {
-    recorder.close();
-    await manager.close();
+    for (const { recorder } of clients) recorder.close();
+    await Promise.all(clients.map(({ manager }) => manager.close()));
     store.close();
     await send({ type: 'done', stats });
     finished = true;

@@ -25,13 +25,17 @@ export interface WorkloadConfig {
   readonly managerOptions?: LockManagerOptions;
   /** per-holding withLock options; `timeout` is capped by the time left */
   readonly lockOptions?: Omit<WithLockOptions, 'signal'>;
-  /** draw each operation's kind, resources, ttl, timeout, work and flags from a seeded PRNG instead (overrides workMs and lockOptions) */
-  readonly variation?: OpVariation;
+  /**
+   * One LockManager per entry, each with its own connections and its own concurrent loop drawing each operation's
+   * kind, resources, ttl, timeout, work and flags from that seeded PRNG (overrides workMs and lockOptions).
+   * Absent: one manager, withLock only.
+   */
+  readonly variations?: readonly OpVariation[];
   /** key prefix in the fenced store (default FencedStore's) */
   readonly storePrefix?: string;
 }
 
-/** What a worker counted over its run (see hold-loop.ts). */
+/** What a worker counted over its run, all its managers together (see hold-loop.ts). */
 export type WorkerStats = Readonly<HoldStats>;
 
 /** Messages between parent and worker (IPC, JSON). */
