@@ -23,10 +23,10 @@ export class ZooKeeperBackend implements Backend {
   readonly #root: string;
 
   /** InvalidArgumentError for a bad URL or a Redis-only option, before anything connects. */
-  constructor(input: ZooKeeperInput, given: LockManagerOptions | undefined, options: ResolvedManagerOptions, _host: BackendHost) {
+  constructor(input: ZooKeeperInput, given: LockManagerOptions | undefined, options: ResolvedManagerOptions, host: BackendHost) {
     rejectRedisOnlyOptions(given, "a ZooKeeper lock's lease is its session (see docs/zookeeper.md)");
     this.#root = rootOf(options.keyPrefix);
-    this.#store = new ZooKeeperStore(input, ZOOKEEPER_REQUEST_TIMEOUT, options.ttl);
+    this.#store = new ZooKeeperStore(input, ZOOKEEPER_REQUEST_TIMEOUT, options.ttl, host);
     const store = this.#store;
     this.lease = {
       extend: (grant, ttl) => extend(store, grant as ZooKeeperGrant, ttl),

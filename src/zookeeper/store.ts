@@ -8,6 +8,8 @@
 // - after a session expired it stays dead: a manager that made its client makes a new one, and tells every
 //   grant of the old session that it is lost.
 import type { Client, Stat } from 'node-zookeeper-client';
+import type { BackendHost } from '../backend.js';
+import { StoreFailures } from '../consensus-call.js';
 import { InvalidArgumentError, NodeError, NodeTimeoutError } from '../errors.js';
 
 /** A node-zookeeper-client `Client` (`createClient(hosts)`), as far as fencelock needs to recognise one. */
@@ -65,6 +67,8 @@ const codeOf = (error: unknown): number | undefined => (error as { getCode?: () 
 export class ZooKeeperStore {
   /** how errors name the ensemble: `zk://host:port,…` */
   readonly name: string;
+  /** where the recipe reports a failed call: the manager's nodeError event */
+  readonly failures: StoreFailures;
   readonly #owned: boolean;
   readonly #timeout: number;
   readonly #sessionTimeout: number;
@@ -77,7 +81,7 @@ export class ZooKeeperStore {
   readonly #expiry = new Set<(sessionId: string) => void>();
 
   /** `sessionTimeout`: what a client made from a URL asks for (the ensemble may grant less or more). */
-  constructor(input: ZooKeeperInput, timeout: number, sessionTimeout: number) {
+  constructor(input: ZooKeeperInput, timeout: number, sessionTimeout: number, host: BackendHost) {
     this.#timeout = timeout;
     this.#sessionTimeout = sessionTimeout;
     if (typeof input === 'string') {
@@ -91,6 +95,7 @@ export class ZooKeeperStore {
       this.#owned = false;
       this.#given = input as unknown as Client;
     }
+    this.failures = new StoreFailures(this.name, host);
   }
 
   /** The live session: connected (or reconnecting within its timeout); a new one after an expiry, if the client is ours. */
