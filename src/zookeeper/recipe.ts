@@ -108,7 +108,10 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | undefined> {
   }
 }
 
-/** Step 1: the queues' parents, then our znode in every queue in one transaction (a parent deleted meanwhile by a release: again). */
+/**
+ * Step 1: the queues' parents, then our znode in every queue in one transaction. A parent deleted between the
+ * two (a release or a sweep found it empty: sweep.ts) fails the create with NO_NODE: made again, and again.
+ */
 async function enqueue(store: ZooKeeperStore, queues: readonly Queue[], token: string): Promise<string[]> {
   for (let tries = 1; ; tries++) {
     await Promise.all(queues.map((q) => store.ensurePath(q.path)));

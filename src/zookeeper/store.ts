@@ -61,6 +61,7 @@ export interface Session {
 const NO_NODE = -101;
 const NODE_EXISTS = -110;
 const NOT_EMPTY = -111;
+const BAD_VERSION = -103;
 
 const codeOf = (error: unknown): number | undefined => (error as { getCode?: () => number })?.getCode?.();
 
@@ -117,6 +118,12 @@ export class ZooKeeperStore {
     if (this.#closed) return false;
     const session = await this.#session?.catch(() => undefined);
     return session?.id === sessionId;
+  }
+
+  /** Whether the manager is open and has a session (connected or reconnecting), without making one. */
+  async hasSession(): Promise<boolean> {
+    if (this.#closed || !this.#session) return false;
+    return (await this.#session.catch(() => undefined)) !== undefined;
   }
 
   /** Calls `listener` with the id of each session that expires; returns a function that stops it. */
@@ -229,12 +236,15 @@ export class ZooKeeperStore {
     );
   }
 
-  /** Deletes the znode if it has no children (a queue nobody is in): what we keep stays bounded. */
-  async removeIfEmpty(path: string): Promise<void> {
+  /**
+   * Deletes the znode if it has no children (a queue nobody is in) and, given a `version`, is still that
+   * version: what we keep stays bounded. Not empty, gone or changed meanwhile: left as it is.
+   */
+  async removeIfEmpty(path: string, version = -1): Promise<void> {
     await this.#unless(
-      [NOT_EMPTY, NO_NODE],
+      [NOT_EMPTY, NO_NODE, BAD_VERSION],
       false,
-      this.#call('delete a queue', (c, done) => c.remove(path, -1, (error) => done(error, true))),
+      this.#call('delete a queue', (c, done) => c.remove(path, version, (error) => done(error, true))),
     );
   }
 
