@@ -1,7 +1,7 @@
 // What an acquire call on a consensus store (etcd, ZooKeeper) does around the store's own pass: the deadline,
 // the signal, a capped backoff after the store failed a step (a leader election, a member down), and the
 // QuorumError that names the store. The store decides as one, so it is one node with a quorum of one.
-import type { Grant, LeaseOps, LockInfo, WaitResult } from './backend.js';
+import type { BackendHost, Grant, LeaseOps, LockInfo, WaitResult } from './backend.js';
 import { backoffDelay } from './backoff.js';
 import { monotonicNow } from './clock.js';
 import { LockTimeoutError, NodeError, QuorumError } from './errors.js';
@@ -77,10 +77,37 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** A store's failure as the QuorumError of a one-node quorum, naming the store (`etcd://…`, `zk://…`). */
-export function storeQuorumError(resources: readonly string[], operation: string, store: string, error: unknown): QuorumError {
-  const nodeError = error instanceof NodeError ? error : new NodeError(store, String(error), { cause: error });
-  return new QuorumError(resources, operation, 0, 1, [{ node: store, error: nodeError }]);
+const asNodeError = (store: string, error: unknown): NodeError =>
+  error instanceof NodeError ? error : new NodeError(store, String(error), { cause: error });
+
+/**
+ * Tells the manager of a store's failed calls: its `nodeError` event (and the `fencelock.node.errors`
+ * metric), as a Redis node's failures are. Once per failure: the same error met again on its way up (a
+ * step's failure is wrapped, then paused on, then thrown) is not told twice.
+ */
+export class StoreFailures {
+  readonly #told = new WeakSet<object>();
+
+  constructor(
+    private readonly node: string,
+    private readonly host: BackendHost,
+  ) {}
+
+  /** Emits `nodeError` for `error` (as a NodeError naming the store), unless this very error was told already. */
+  tell(error: unknown, operation: string, resources: readonly string[], nodeError = asNodeError(this.node, error)): void {
+    if (typeof error === 'object' && error !== null) {
+      if (this.#told.has(error)) return;
+      this.#told.add(error);
+    }
+    this.host.emit('nodeError', { node: this.node, error: nodeError, operation, resources });
+  }
+
+  /** The failure as the QuorumError of a one-node quorum naming the store (`etcd://…`, `zk://…`), told to the manager first. */
+  quorumError(resources: readonly string[], operation: string, error: unknown): QuorumError {
+    const nodeError = asNodeError(this.node, error);
+    this.tell(error, operation, resources, nodeError);
+    return new QuorumError(resources, operation, 0, 1, [{ node: this.node, error: nodeError }]);
+  }
 }
 
 /** What a consensus store knows of a resource's holder queue, for inspect. */

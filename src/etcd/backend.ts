@@ -22,10 +22,10 @@ export class EtcdBackend implements Backend {
   readonly #keyPrefix: string;
 
   /** InvalidArgumentError for a bad URL or a Redis-only option, before anything connects. */
-  constructor(input: EtcdInput, given: LockManagerOptions | undefined, options: ResolvedManagerOptions, _host: BackendHost) {
+  constructor(input: EtcdInput, given: LockManagerOptions | undefined, options: ResolvedManagerOptions, host: BackendHost) {
     rejectRedisOnlyOptions(given, 'etcd leases and fences need no such setting (see docs/etcd.md)');
     this.#keyPrefix = options.keyPrefix;
-    this.#store = new EtcdStore(input, ETCD_REQUEST_TIMEOUT);
+    this.#store = new EtcdStore(input, ETCD_REQUEST_TIMEOUT, host);
     const store = this.#store;
     this.lease = {
       extend: (grant, ttl) => extend(store, grant as EtcdGrant, ttl),

@@ -15,7 +15,7 @@
 import type { IKeyValue, IRequestOp } from 'etcd3';
 import type { Grant, RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
-import { callClock, pauseAfterFailure, storeQuorumError, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
+import { callClock, pauseAfterFailure, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
 import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
@@ -46,8 +46,9 @@ export function prefixEnd(prefix: string): Buffer {
   return end;
 }
 
+/** The QuorumError for a failed step; the manager hears of the failure too (its nodeError event). */
 const quorumError = (resources: readonly string[], operation: string, store: EtcdStore, error: unknown): QuorumError =>
-  storeQuorumError(resources, operation, store.name, error);
+  store.failures.quorumError(resources, operation, error);
 
 /** What one acquire call asks: its queues (one per resource), and what names it in messages. */
 export type Hold = ConsensusHold<Queue>;
@@ -336,6 +337,7 @@ export async function extend(
     if (left <= 0 || !held.succeeded) return { failures: [], extended: 0 };
     return { grant: { ...grant, ttl: granted, validUntil: sentAt + granted - drift(granted) } };
   } catch (error) {
+    store.failures.tell(error, 'extend', grant.resources);
     return { failures: [{ node: store.name, error: error as Error }], extended: 0 };
   }
 }
@@ -369,7 +371,11 @@ export function watchLoss(store: EtcdStore, grant: EtcdGrant, lost: (reason: str
 
 /** Release: revoke the lease; etcd deletes our keys with it, and the waiter behind each is told by its watch. */
 export async function release(store: EtcdStore, grant: EtcdGrant): Promise<{ released: number; nodes: number }> {
-  const revoked = await store.revoke(grant.leaseId).catch(() => false);
+  const revoked = await store.revoke(grant.leaseId).catch((error: unknown) => {
+    // Not lost for good: the lease ends on the server at its ttl, and the waiter behind gets the lock then.
+    store.failures.tell(error, 'release', grant.resources);
+    return false;
+  });
   return { released: revoked ? 1 : 0, nodes: 1 };
 }
 

@@ -3,6 +3,8 @@
 // peer dependency: it is loaded only when a manager is given an etcd:// URL, and a client the user made is
 // used through the small structural type below, so fencelock's types never require it.
 import type { IKeyValue, IRangeRequest, IRangeResponse, ITxnRequest, ITxnResponse, Etcd3, Watcher } from 'etcd3';
+import type { BackendHost } from '../backend.js';
+import { StoreFailures } from '../consensus-call.js';
 import { InvalidArgumentError, NodeError, NodeTimeoutError } from '../errors.js';
 
 /** An etcd3 client (`new Etcd3({ hosts })`), as far as fencelock needs to recognise one. */
@@ -60,13 +62,15 @@ export interface KeyWatch {
 export class EtcdStore {
   /** how errors name the cluster: `etcd://host:port,…` */
   readonly name: string;
+  /** where the recipe reports a failed call: the manager's nodeError event */
+  readonly failures: StoreFailures;
   readonly #client: Promise<Etcd3>;
   readonly #owned: boolean;
   /** the watches started and not yet stopped: each resolves with how to cancel it */
   readonly #watches = new Set<Promise<() => Promise<unknown>>>();
   readonly #timeout: number;
 
-  constructor(input: EtcdInput, timeout: number) {
+  constructor(input: EtcdInput, timeout: number, host: BackendHost) {
     this.#timeout = timeout;
     if (typeof input === 'string') {
       const hosts = parseEtcdUrl(input);
@@ -87,6 +91,7 @@ export class EtcdStore {
       this.#owned = false;
       this.#client = Promise.resolve(input as unknown as Etcd3);
     }
+    this.failures = new StoreFailures(this.name, host);
     // A failed import surfaces at the first call, never as an unhandled rejection.
     this.#client.catch(() => undefined);
   }

@@ -7,6 +7,7 @@ import { rejectRedisOnlyOptions, type LockManagerOptions, type ResolvedManagerOp
 import { mutexQueue, ordered, rootOf, rwQueue, semaphoreQueue, type Queue } from './queue.js';
 import { acquire, extend, release, watchLoss, type Hold, type ZooKeeperGrant } from './recipe.js';
 import { zxid, ZooKeeperStore, type ZooKeeperInput } from './store.js';
+import { startSweeping, sweepPeriod } from './sweep.js';
 
 /**
  * How long one ZooKeeper call may take. A call that meets a leader election waits for it rather than
@@ -21,12 +22,15 @@ export class ZooKeeperBackend implements Backend {
   readonly lease: LeaseOps;
   readonly #store: ZooKeeperStore;
   readonly #root: string;
+  readonly #stopSweeping: () => void;
 
   /** InvalidArgumentError for a bad URL or a Redis-only option, before anything connects. */
-  constructor(input: ZooKeeperInput, given: LockManagerOptions | undefined, options: ResolvedManagerOptions, _host: BackendHost) {
+  constructor(input: ZooKeeperInput, given: LockManagerOptions | undefined, options: ResolvedManagerOptions, host: BackendHost) {
     rejectRedisOnlyOptions(given, "a ZooKeeper lock's lease is its session (see docs/zookeeper.md)");
     this.#root = rootOf(options.keyPrefix);
-    this.#store = new ZooKeeperStore(input, ZOOKEEPER_REQUEST_TIMEOUT, options.ttl);
+    this.#store = new ZooKeeperStore(input, ZOOKEEPER_REQUEST_TIMEOUT, options.ttl, host);
+    // Queues left empty by a session that ended without releasing: deleted by whichever manager sweeps first.
+    this.#stopSweeping = startSweeping(this.#store, this.#root, sweepPeriod(options.ttl));
     const store = this.#store;
     this.lease = {
       extend: (grant, ttl) => extend(store, grant as ZooKeeperGrant, ttl),
@@ -85,6 +89,7 @@ export class ZooKeeperBackend implements Backend {
   }
 
   async close(): Promise<void> {
+    this.#stopSweeping();
     await this.#store.close();
   }
 

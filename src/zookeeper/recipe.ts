@@ -12,7 +12,7 @@
 // from us), less a drift allowance. Release deletes the znodes (and the queue's parent when it is empty).
 import type { Grant, RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
-import { callClock, pauseAfterFailure, storeQuorumError, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
+import { callClock, pauseAfterFailure, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
 import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
@@ -43,8 +43,9 @@ interface Call extends CallClock {
   readonly token: string;
 }
 
+/** The QuorumError for a failed step; the manager hears of the failure too (its nodeError event). */
 const quorumError = (resources: readonly string[], operation: string, store: ZooKeeperStore, error: unknown): QuorumError =>
-  storeQuorumError(resources, operation, store.name, error);
+  store.failures.quorumError(resources, operation, error);
 
 /** The validity a round trip sent at `sentAt` gives a lock of `ttl` on a session of `sessionTimeout`. */
 const validFrom = (sentAt: number, ttl: number, sessionTimeout: number): number => {
@@ -77,7 +78,8 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | undefined> {
     throw quorumError(hold.resources, 'acquire', store, error);
   }
   // Nobody waits behind a caller that gave up; a znode whose create answer was lost is found by its name.
-  const cleanUp = (): Promise<number> => removeForSure(store, session.id, () => removeOurs(store, hold.queues, call.token));
+  const cleanUp = (): Promise<number> =>
+    removeForSure(store, session.id, () => removeOurs(store, hold.queues, call.token), 'dequeue', hold.resources);
   try {
     const paths = await enqueue(store, hold.queues, call.token);
     const fence = await fenceOf(store, paths, hold.resources);
@@ -106,7 +108,10 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | undefined> {
   }
 }
 
-/** Step 1: the queues' parents, then our znode in every queue in one transaction (a parent deleted meanwhile by a release: again). */
+/**
+ * Step 1: the queues' parents, then our znode in every queue in one transaction. A parent deleted between the
+ * two (a release or a sweep found it empty: sweep.ts) fails the create with NO_NODE: made again, and again.
+ */
 async function enqueue(store: ZooKeeperStore, queues: readonly Queue[], token: string): Promise<string[]> {
   for (let tries = 1; ; tries++) {
     await Promise.all(queues.map((q) => store.ensurePath(q.path)));
@@ -220,6 +225,7 @@ export async function extend(
     if (!(await stillHeld(store, grant))) return { failures: [], extended: 0 };
     return { grant: { ...grant, ttl: Math.min(ttl, grant.sessionTimeout), validUntil: validFrom(sentAt, ttl, grant.sessionTimeout) } };
   } catch (error) {
+    store.failures.tell(error, 'extend', grant.resources);
     return { failures: [{ node: store.name, error: error as Error }], extended: 0 };
   }
 }
@@ -281,12 +287,20 @@ const MAX_DELETE_RETRIES = 600;
  * sent during a leader election fails at once): one left behind, owned by a session that lives on, would
  * block its queue for as long as this manager runs, its own next acquire included. Tried now; if that
  * fails, again in the background (after 100 ms, doubling to 1 s) until it succeeds, the session ends (its
- * znodes go with it) or the manager closes. Resolves with how many znodes the first try deleted.
+ * znodes go with it) or the manager closes. Resolves with how many znodes the first try deleted. The first
+ * failure is told to the manager (nodeError, as `operation` on `resources`).
  */
-async function removeForSure(store: ZooKeeperStore, sessionId: string, remove: () => Promise<number>): Promise<number> {
+async function removeForSure(
+  store: ZooKeeperStore,
+  sessionId: string,
+  remove: () => Promise<number>,
+  operation: string,
+  resources: readonly string[],
+): Promise<number> {
   try {
     return await remove();
-  } catch {
+  } catch (error) {
+    store.failures.tell(error, operation, resources);
     void (async () => {
       for (
         let tries = 0, pause = 100;
@@ -308,6 +322,6 @@ async function removeForSure(store: ZooKeeperStore, sessionId: string, remove: (
 
 /** Release: delete our znodes (for sure: see removeForSure); the waiter behind each is told by its watch. */
 export async function release(store: ZooKeeperStore, grant: ZooKeeperGrant): Promise<{ released: number; nodes: number }> {
-  const removed = await removeForSure(store, grant.sessionId, () => removeAll(store, grant.paths));
+  const removed = await removeForSure(store, grant.sessionId, () => removeAll(store, grant.paths), 'release', grant.resources);
   return { released: removed > 0 ? 1 : 0, nodes: 1 };
 }

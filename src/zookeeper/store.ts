@@ -8,6 +8,8 @@
 // - after a session expired it stays dead: a manager that made its client makes a new one, and tells every
 //   grant of the old session that it is lost.
 import type { Client, Stat } from 'node-zookeeper-client';
+import type { BackendHost } from '../backend.js';
+import { StoreFailures } from '../consensus-call.js';
 import { InvalidArgumentError, NodeError, NodeTimeoutError } from '../errors.js';
 
 /** A node-zookeeper-client `Client` (`createClient(hosts)`), as far as fencelock needs to recognise one. */
@@ -59,12 +61,15 @@ export interface Session {
 const NO_NODE = -101;
 const NODE_EXISTS = -110;
 const NOT_EMPTY = -111;
+const BAD_VERSION = -103;
 
 const codeOf = (error: unknown): number | undefined => (error as { getCode?: () => number })?.getCode?.();
 
 export class ZooKeeperStore {
   /** how errors name the ensemble: `zk://host:port,…` */
   readonly name: string;
+  /** where the recipe reports a failed call: the manager's nodeError event */
+  readonly failures: StoreFailures;
   readonly #owned: boolean;
   readonly #timeout: number;
   readonly #sessionTimeout: number;
@@ -77,7 +82,7 @@ export class ZooKeeperStore {
   readonly #expiry = new Set<(sessionId: string) => void>();
 
   /** `sessionTimeout`: what a client made from a URL asks for (the ensemble may grant less or more). */
-  constructor(input: ZooKeeperInput, timeout: number, sessionTimeout: number) {
+  constructor(input: ZooKeeperInput, timeout: number, sessionTimeout: number, host: BackendHost) {
     this.#timeout = timeout;
     this.#sessionTimeout = sessionTimeout;
     if (typeof input === 'string') {
@@ -91,6 +96,7 @@ export class ZooKeeperStore {
       this.#owned = false;
       this.#given = input as unknown as Client;
     }
+    this.failures = new StoreFailures(this.name, host);
   }
 
   /** The live session: connected (or reconnecting within its timeout); a new one after an expiry, if the client is ours. */
@@ -112,6 +118,12 @@ export class ZooKeeperStore {
     if (this.#closed) return false;
     const session = await this.#session?.catch(() => undefined);
     return session?.id === sessionId;
+  }
+
+  /** Whether the manager is open and has a session (connected or reconnecting), without making one. */
+  async hasSession(): Promise<boolean> {
+    if (this.#closed || !this.#session) return false;
+    return (await this.#session.catch(() => undefined)) !== undefined;
   }
 
   /** Calls `listener` with the id of each session that expires; returns a function that stops it. */
@@ -224,12 +236,15 @@ export class ZooKeeperStore {
     );
   }
 
-  /** Deletes the znode if it has no children (a queue nobody is in): what we keep stays bounded. */
-  async removeIfEmpty(path: string): Promise<void> {
+  /**
+   * Deletes the znode if it has no children (a queue nobody is in) and, given a `version`, is still that
+   * version: what we keep stays bounded. Not empty, gone or changed meanwhile: left as it is.
+   */
+  async removeIfEmpty(path: string, version = -1): Promise<void> {
     await this.#unless(
-      [NOT_EMPTY, NO_NODE],
+      [NOT_EMPTY, NO_NODE, BAD_VERSION],
       false,
-      this.#call('delete a queue', (c, done) => c.remove(path, -1, (error) => done(error, true))),
+      this.#call('delete a queue', (c, done) => c.remove(path, version, (error) => done(error, true))),
     );
   }
 

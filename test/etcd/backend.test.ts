@@ -3,7 +3,7 @@
 // past its own ttl, and resource names that cannot collide in etcd's key space.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { InvalidArgumentError, LockLostError, LockManager, QuorumError } from '../../src/index.js';
+import { InvalidArgumentError, LockLostError, LockManager, QuorumError, type NodeErrorEvent } from '../../src/index.js';
 import { startEtcdCluster, type LocalEtcdCluster } from '../../src/testing/index.js';
 import { abortedWithin } from '../support/harness.js';
 import { requireEtcd } from '../support/optional.js';
@@ -43,15 +43,31 @@ describe('etcd backend', { skip: requireEtcd('etcd (the etcd backend)') }, () =>
       );
   });
 
-  test('an unreachable cluster: QuorumError naming the endpoint, tryAcquire at once and acquire at its timeout', async () => {
+  test('an unreachable cluster: QuorumError naming the endpoint, tryAcquire at once and acquire at its timeout; nodeError told', async () => {
     const down = new LockManager('etcd://127.0.0.1:1', { ttl: 3_000 });
     managers.push(down);
+    const told: NodeErrorEvent[] = [];
+    down.on('nodeError', (e) => told.push(e));
     const t0 = performance.now();
-    await assert.rejects(down.tryAcquire('x'), (e) => e instanceof QuorumError && e.nodeErrors[0]?.node === 'etcd://127.0.0.1:1');
+    const thrown = await down.tryAcquire('x').then(
+      () => assert.fail('granted'),
+      (e: unknown) => e,
+    );
+    assert.ok(thrown instanceof QuorumError && thrown.nodeErrors[0]?.node === 'etcd://127.0.0.1:1', String(thrown));
     assert.ok(performance.now() - t0 < 5_000, 'tryAcquire failed within one request deadline');
+    // The failed call is told once, as the nodeError event (and so the fencelock.node.errors metric), naming the cluster.
+    assert.equal(told.length, 1, JSON.stringify(told.map((e) => e.error.message)));
+    assert.deepEqual(
+      { ...told[0], error: undefined },
+      { node: 'etcd://127.0.0.1:1', operation: 'acquire', resources: ['x'], error: undefined },
+    );
+    assert.equal(told[0]?.error, thrown.nodeErrors[0]?.error, 'the very error the QuorumError carries');
     const t1 = performance.now();
     await assert.rejects(down.acquire('x', { timeout: 1_500 }), (e) => e instanceof QuorumError && /127\.0\.0\.1:1/.test(e.message));
     assert.ok(performance.now() - t1 < 6_000, 'acquire gave up around its timeout');
+    // Each failed try of the waiting acquire is told once.
+    assert.ok(told.length >= 2, `${told.length} nodeError events`);
+    assert.equal(new Set(told.map((e) => e.error)).size, told.length, 'no failure told twice');
     const info = await down.inspect('x');
     assert.ok(info.nodes[0]?.error, 'inspect reports the error instead of throwing');
   });

@@ -1,12 +1,14 @@
 // What is particular to the ZooKeeper backend (the shared API contract is in test/contract/): options that
 // only mean something for Redis, errors of an unreachable ensemble, loss signalled at once, FIFO waiting,
-// names that cannot collide, the fence as the lock znode's creation zxid, and nothing left behind.
+// names that cannot collide, the fence as the lock znode's creation zxid, and nothing left behind (also by
+// a holder that crashed).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import zookeeper from 'node-zookeeper-client';
-import { InvalidArgumentError, LockLostError, LockManager, QuorumError } from '../../src/index.js';
+import { InvalidArgumentError, LockLostError, LockManager, QuorumError, type NodeErrorEvent } from '../../src/index.js';
 import { startZooKeeperEnsemble, type LocalZooKeeperEnsemble } from '../../src/testing/index.js';
-import { abortedWithin } from '../support/harness.js';
+import { abortedWithin, eventually } from '../support/harness.js';
 import { requireZooKeeper } from '../support/optional.js';
 
 describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper backend)') }, () => {
@@ -60,15 +62,31 @@ describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper
       );
   });
 
-  test('an unreachable ensemble: QuorumError naming it, tryAcquire within one deadline and acquire at its timeout', async () => {
+  test('an unreachable ensemble: QuorumError naming it, tryAcquire within one deadline and acquire at its timeout; nodeError told', async () => {
     const down = new LockManager('zk://127.0.0.1:1', { ttl: 3_000 });
     managers.push(down);
+    const told: NodeErrorEvent[] = [];
+    down.on('nodeError', (e) => told.push(e));
     const t0 = performance.now();
-    await assert.rejects(down.tryAcquire('x'), (e) => e instanceof QuorumError && e.nodeErrors[0]?.node === 'zk://127.0.0.1:1');
+    const thrown = await down.tryAcquire('x').then(
+      () => assert.fail('granted'),
+      (e: unknown) => e,
+    );
+    assert.ok(thrown instanceof QuorumError && thrown.nodeErrors[0]?.node === 'zk://127.0.0.1:1', String(thrown));
     assert.ok(performance.now() - t0 < 5_000, 'tryAcquire failed within one request deadline');
+    // The failed call is told once, as the nodeError event (and so the fencelock.node.errors metric), naming the ensemble.
+    assert.equal(told.length, 1, JSON.stringify(told.map((e) => e.error.message)));
+    assert.deepEqual(
+      { ...told[0], error: undefined },
+      { node: 'zk://127.0.0.1:1', operation: 'acquire', resources: ['x'], error: undefined },
+    );
+    assert.equal(told[0]?.error, thrown.nodeErrors[0]?.error, 'the very error the QuorumError carries');
     const t1 = performance.now();
     await assert.rejects(down.acquire('x', { timeout: 3_000 }), (e) => e instanceof QuorumError && /127\.0\.0\.1:1/.test(e.message));
     assert.ok(performance.now() - t1 < 7_000, 'acquire gave up around its timeout');
+    // Each failed try of the waiting acquire is told once.
+    assert.ok(told.length >= 2, `${told.length} nodeError events`);
+    assert.equal(new Set(told.map((e) => e.error)).size, told.length, 'no failure told twice');
     const info = await down.inspect('x');
     assert.ok(info.nodes[0]?.error, 'inspect reports the error instead of throwing');
   });
@@ -140,6 +158,84 @@ describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper
     const sem = await locks.semaphore('s', { limit: 2 }).acquire();
     await sem.release();
     assert.deepEqual(await childrenOf('/bounded'), []);
+  });
+
+  test('a holder that crashed: its session expires, a sweep deletes the queue it left empty, acquires go on meanwhile', async (t) => {
+    const sweeper = manager(); // ttl 4 s: sweeps every 4 s once it has a session
+    await (await sweeper.acquire('sweeper-warm-up')).release();
+    const resource = 'crashed-holder';
+    const queue = `/fencelock/${resource}`;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/lease-holder.ts', ensemble.url, resource], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise((r) => child.on('exit', r));
+    try {
+      await eventually(() => /held \d+/.test(out), 20_000);
+      const crashedFence = BigInt(/held (\d+)/.exec(out)![1]!);
+      assert.equal((await childrenOf(queue))?.length, 1);
+      child.kill('SIGKILL'); // no release, no session close: the ensemble ends the session at its timeout (2 s)
+      await exited;
+      const killedAt = performance.now();
+      // Meanwhile another manager makes and deletes queues under the sweeps: every tryAcquire is granted.
+      const other = manager();
+      let swept = false;
+      let churned = 0;
+      const churn = (async () => {
+        for (; !swept; churned++) {
+          const lock = await other.tryAcquire(`churn-${churned % 3}`);
+          assert.ok(lock, `tryAcquire ${churned} was granted`);
+          await lock.release();
+        }
+      })();
+      try {
+        // Bounded: the session's timeout (2 s), then at most one sweep period (4 s), well within 100 looks.
+        for (let i = 0; i < 100 && !swept; i++) {
+          swept = (await childrenOf(queue)) === null;
+          if (!swept) await new Promise((r) => setTimeout(r, 200));
+        }
+      } finally {
+        swept = true;
+        await churn;
+      }
+      assert.equal(await childrenOf(queue), null, 'the empty queue was swept');
+      t.diagnostic(`queue swept ${Math.round(performance.now() - killedAt)} ms after the holder's SIGKILL; ${churned} acquires meanwhile`);
+      assert.ok(churned > 0);
+      const next = await other.tryAcquire(resource);
+      assert.ok(next && next.fence > crashedFence, 'the resource is free, with a greater fence');
+      await next.release();
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+
+  test('a queue deleted between an acquire’s mkdirp and its create (by a sweep or a release) is made again: tryAcquire is granted', async () => {
+    const client = zookeeper.createClient(ensemble.connectionString, { sessionTimeout: 4_000 });
+    // The first 3 mkdirps of the queue are each followed by its deletion, as another manager's sweep would do.
+    let races = 3;
+    type Done = (error: unknown, path?: string) => void;
+    const mkdirp = client.mkdirp.bind(client) as (path: string, done: Done) => void;
+    Object.assign(client, {
+      mkdirp: (path: string, done: Done) =>
+        mkdirp(path, (error, made) => {
+          if (error || races <= 0) return done(error, made);
+          races--;
+          client.remove(path, -1, (removeError) => done(removeError, made));
+        }),
+    });
+    const locks = new LockManager(client, { ttl: 4_000 });
+    client.connect();
+    try {
+      const lock = await locks.tryAcquire('raced');
+      assert.ok(lock, 'granted');
+      assert.equal(races, 0, 'its queue was deleted under it 3 times');
+      await lock.release();
+    } finally {
+      await locks.close();
+      client.close();
+    }
   });
 
   test('the fence is the creation zxid: it keeps rising when a queue is deleted and created again', async () => {

@@ -76,6 +76,8 @@ describe('zookeeper faults (3 servers)', { skip: requireZooKeeper('ZooKeeper (th
     const server = ensemble.servers.find((s) => s !== leader)!;
     // Connected to one server alone, which hangs: the release outlives its deadline and fails; the session lives on.
     const a = manager(8_000, `zk://127.0.0.1:${server.clientPort}`);
+    const told: string[] = [];
+    a.on('nodeError', (e) => told.push(`${e.operation} ${e.resources.join(',')} ${e.node}`));
     const lock = await a.acquire('release-unanswered');
     server.pause();
     let released;
@@ -86,6 +88,7 @@ describe('zookeeper faults (3 servers)', { skip: requireZooKeeper('ZooKeeper (th
     }
     t.diagnostic(`release while its server hung: ${JSON.stringify(released)}`);
     assert.equal(released.released, 0, 'the first try failed');
+    assert.deepEqual(told, [`release release-unanswered zk://127.0.0.1:${server.clientPort}`], 'the failed release was told once');
     const b = manager();
     const next = await b.acquire('release-unanswered', { timeout: 15_000 });
     assert.ok(next.fence > lock.fence);

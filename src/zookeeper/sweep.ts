@@ -1,0 +1,59 @@
+// The sweep that keeps what fencelock leaves in ZooKeeper bounded. A release deletes its queue's znode when
+// that left it empty, but a holder or waiter whose session ended (a crash, an expiry) releases nothing: the
+// ensemble deletes its ephemeral znodes and the empty queue stays. Container znodes (ZooKeeper >= 3.5) would
+// have the ensemble delete it, but node-zookeeper-client only sends a plain create (the container mode, 4,
+// passed through it makes a persistent znode), so every manager sweeps its root instead.
+//
+// Safe against an acquire racing it: a queue deleted between an acquire's mkdirp and its create makes the
+// create fail with NO_NODE, and the acquire makes the queue again (recipe.ts, enqueue). A queue with a holder
+// or a waiter is never deleted: ZooKeeper refuses to delete a znode that has children.
+import type { ZooKeeperStore } from './store.js';
+
+/** At most this many queues looked at per sweep (the next sweep goes on from there), this many at a time. */
+const SWEEP_LIMIT = 500;
+const SWEEP_BATCH = 20;
+
+/** How often a manager sweeps: every `ttl` (its session's timeout), between 1 s and 60 s. */
+export const sweepPeriod = (ttl: number): number => Math.min(60_000, Math.max(1_000, ttl));
+
+/**
+ * Every `period` ms, while the manager has a session (a manager never used connects for no sweep), deletes
+ * the empty queues under `root`. Failures are left to the next sweep. Returns a function that stops it.
+ */
+export function startSweeping(store: ZooKeeperStore, root: string, period: number): () => void {
+  let after = ''; // the last queue looked at: a root too large for one sweep is covered over several
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const next = (): void => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      void sweep(store, root, after)
+        .then((last) => (after = last))
+        .catch(() => undefined) // the ensemble out of reach, the manager closing: the next sweep
+        .finally(next);
+    }, period);
+    timer.unref(); // never keeps the process alive
+  };
+  next();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
+
+/** One sweep, from the queue after `after` on (wrapping around); the last queue it looked at, '' when it saw them all. */
+async function sweep(store: ZooKeeperStore, root: string, after: string): Promise<string> {
+  if (!(await store.hasSession())) return after;
+  const names = ((await store.children(root)) ?? []).sort();
+  const queue = [...names.filter((n) => n > after), ...names.filter((n) => n <= after)].slice(0, SWEEP_LIMIT);
+  for (let i = 0; i < queue.length; i += SWEEP_BATCH)
+    await Promise.all(
+      queue.slice(i, i + SWEEP_BATCH).map(async (name) => {
+        const path = `${root}/${name}`;
+        const stat = await store.exists(path);
+        // ZooKeeper refuses the delete once someone is in it again; the version check spares a znode written since.
+        if (stat && stat.numChildren === 0) await store.removeIfEmpty(path, stat.version);
+      }),
+    );
+  return queue.length < names.length ? (queue.at(-1) ?? '') : '';
+}
