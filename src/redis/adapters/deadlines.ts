@@ -44,11 +44,16 @@ export class Deadlines {
     this.armedFor = Infinity;
     const now = performance.now();
     let next = Infinity;
+    const due: Deadline[] = [];
     for (const entry of this.pending) {
-      if (entry.at <= now) {
-        this.pending.delete(entry);
-        entry.expire();
-      } else if (entry.at < next) next = entry.at;
+      if (entry.at <= now) due.push(entry);
+      else if (entry.at < next) next = entry.at;
+    }
+    // In deadline order, also when a stalled event loop let several fall due at once (they were added in any order).
+    due.sort((a, b) => a.at - b.at);
+    for (const entry of due) {
+      if (!this.pending.delete(entry)) continue; // answered by an earlier expiry's callback meanwhile
+      entry.expire();
     }
     if (next < Infinity) this.arm(next);
   }
