@@ -71,13 +71,26 @@ test(
   `--unsafe fast-clocks finds overlapping valid windows within ${FAST_CLOCKS_BUDGET} schedules`,
   { skip: requireComponent(faketimeAvailable(), 'faketime (node clock rates)', 'faketime') },
   async () => {
+    // Shrunk too (2 replays at most): the clock rates alone break the windows, so fewer steps keep failing.
     const run = await chaos(
-      ['--unsafe', 'fast-clocks', '--seed', '1000', '--schedules', String(FAST_CLOCKS_BUDGET), '--until-violation', '--no-shrink'],
-      60_000,
+      [
+        '--unsafe',
+        'fast-clocks',
+        '--seed',
+        '1000',
+        '--schedules',
+        String(FAST_CLOCKS_BUDGET),
+        '--until-violation',
+        '--shrink-replays',
+        '2',
+      ],
+      90_000,
     );
     console.log(`# ${run.output.trim().split('\n').at(-1)}`);
     assert.equal(run.violations, 1, run.output);
     assert.match(run.output, /overlapping valid windows/);
+    assert.match(run.output, /shrunk to \d+ of \d+ steps/, 'the failing schedule was shrunk');
+    assert.match(run.output, /replay it with: npm run chaos -- --seed \d+ --schedules 1 --unsafe fast-clocks/);
     // The fences still increased: the store turned every late writer away (only the windows overlapped).
     assert.doesNotMatch(run.output, /store accepted a stale write|fence did not increase/);
   },
