@@ -44,6 +44,19 @@ describe('fencelock CLI with --etcd', { skip: requireEtcd('etcd (the CLI on etcd
     assert.equal((await locks.inspect('cli:etcd-run')).holder, null, 'released when the command exited');
   });
 
+  test('watch --etcd --count 1 --json shows a held lock, its fence and its lease', async () => {
+    const lock = await locks.acquire('cli:etcd-watch');
+    try {
+      const r = await runCli(['watch', 'cli:etcd-watch', '--count', '1', '--json'], 60_000, { FENCELOCK_ETCD: cluster.url });
+      assert.equal(r.code, 0, r.stderr);
+      const line = JSON.parse(r.stdout) as { resources: Array<{ holder: string; fence: string }> };
+      assert.equal(line.resources[0]!.holder, lock.value);
+      assert.equal(line.resources[0]!.fence, lock.fence.toString());
+    } finally {
+      await lock.release();
+    }
+  });
+
   test('--nodes with --etcd, or a bad etcd URL, is bad usage (exit 2)', async () => {
     const both = await runCli(['inspect', 'x', '--etcd', cluster.url, '--nodes', 'redis://127.0.0.1:6390']);
     assert.equal(both.code, 2, both.stderr);
