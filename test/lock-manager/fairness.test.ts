@@ -128,7 +128,7 @@ withNodeSets('fair waiting', NODE_COUNTS, (env) => {
       const { admin, nodes } = env();
       const resource = uniqueResource('procs');
       const holderManager = await readyManager(env(), kind, OPTIONS);
-      const holder = await holderManager.acquire(resource);
+      const holder = await holderManager.acquire(resource, { ttl: 60_000 }); // outlasts the children's start-up on a loaded machine
       const children: ChildProcess[] = [];
       const outputs: Array<Promise<string>> = [];
       try {
@@ -165,7 +165,7 @@ withNodeSets('fair waiting', NODE_COUNTS, (env) => {
       const resource = uniqueResource('try-free');
       const holderManager = await readyManager(env(), kind, OPTIONS);
       const other = await readyManager(env(), kind, OPTIONS);
-      const holder = await holderManager.acquire(resource);
+      const holder = await holderManager.acquire(resource, { ttl: 60_000 }); // outlasts the children's start-up on a loaded machine
       const child = queuedWaiter(resource, nodes.urls);
       try {
         await queueLength(admin, resource, 1, 20_000);
@@ -186,7 +186,7 @@ withNodeSets('fair waiting', NODE_COUNTS, (env) => {
       const resource = uniqueResource('dead');
       const holderManager = await readyManager(env(), kind, OPTIONS);
       const survivor = await readyManager(env(), kind, OPTIONS);
-      const holder = await holderManager.acquire(resource);
+      const holder = await holderManager.acquire(resource, { ttl: 60_000 }); // outlasts the children's start-up on a loaded machine
       const child = queuedWaiter(resource, nodes.urls);
       try {
         await queueLength(admin, resource, 1);
