@@ -4,11 +4,11 @@
 // test diagnostics; docs/etcd.md quotes them.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { LockLostError, LockManager, QuorumError, LockTimeoutError, type Lock } from '../../src/index.js';
 import { startEtcdCluster, type LocalEtcdCluster } from '../../src/testing/index.js';
 import { requireEtcd } from '../support/optional.js';
 import { abortedWithin, eventually, timeToGrant } from '../support/harness.js';
+import { startLeaseHolder } from '../support/child.js';
 import { startProxy } from '../support/faults/index.js';
 
 const unhandled: unknown[] = [];
@@ -146,16 +146,10 @@ describe('etcd faults (3 members)', { skip: requireEtcd('etcd (the etcd backend)
 
   test('a holder paused past its lease: the next holder gets a greater fence, the late write is rejected', async () => {
     const resource = 'paused-holder';
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/lease-holder.ts', cluster.url, resource], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise((r) => child.on('exit', r));
+    const holder = startLeaseHolder(cluster.url, resource);
+    const { child, exited } = holder;
     try {
-      await eventually(() => /held \d+/.test(out), 20_000);
-      const oldFence = BigInt(/held (\d+)/.exec(out)![1]!);
+      const oldFence = await holder.fence();
       process.kill(child.pid!, 'SIGSTOP');
       // The fenced store: accepts a write only with a fence greater than the last it accepted.
       let lastFence = 0n;
@@ -166,9 +160,9 @@ describe('etcd faults (3 members)', { skip: requireEtcd('etcd (the etcd backend)
       assert.ok(next.fence > oldFence);
       assert.ok(write(next.fence));
       process.kill(child.pid!, 'SIGCONT');
-      await eventually(() => /write \d+/.test(out), 10_000);
-      assert.match(out, /lost LockLostError/);
-      assert.equal(write(BigInt(/write (\d+)/.exec(out)![1]!)), false, 'the late write is rejected by its fence');
+      await eventually(() => /write \d+/.test(holder.output()), 10_000);
+      assert.match(holder.output(), /lost LockLostError/);
+      assert.equal(write(BigInt(/write (\d+)/.exec(holder.output())![1]!)), false, 'the late write is rejected by its fence');
       await next.release();
     } finally {
       if (child.exitCode === null) process.kill(child.pid!, 'SIGCONT');

@@ -10,7 +10,7 @@ import { describe, test } from 'node:test';
 const QUINT = 'node_modules/@informalsystems/quint/dist/src/cli.js';
 // `npm run model`, word for word: `quint run --main auto … docs/model/fencelock.qnt`.
 const PACKAGE = JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> };
-const [MODEL_BIN, ...MODEL_ARGS] = PACKAGE.scripts.model.split(/\s+/);
+const [MODEL_BIN, ...MODEL_ARGS] = (PACKAGE.scripts.model ?? '').split(/\s+/);
 assert.equal(MODEL_BIN, 'quint');
 
 // The model script's arguments with some options replaced (or added).

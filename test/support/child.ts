@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { eventually } from './harness.js';
 
 export interface CliResult {
   code: number | null;
@@ -41,4 +42,33 @@ export function isAlive(pid: number | undefined): boolean {
   } catch {
     return false;
   }
+}
+
+/** test/fixtures/lease-holder.ts holding `resource` on the etcd or ZooKeeper cluster at `url`, and what it printed. */
+export interface LeaseHolder {
+  readonly child: ChildProcess;
+  readonly exited: Promise<unknown>;
+  /** stdout and stderr so far: `held <fence>`, then `lost <error>` and `write <fence>` once its lease is gone */
+  output(): string;
+  /** the fence it printed once it held the lock (waits up to 20 s for it) */
+  fence(): Promise<bigint>;
+}
+
+export function startLeaseHolder(url: string, resource: string): LeaseHolder {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/lease-holder.ts', url, resource], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise((r) => child.on('exit', r));
+  return {
+    child,
+    exited,
+    output: () => out,
+    fence: async () => {
+      await eventually(() => /held \d+/.test(out), 20_000);
+      return BigInt(/held (\d+)/.exec(out)![1]!);
+    },
+  };
 }

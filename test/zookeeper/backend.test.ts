@@ -4,11 +4,11 @@
 // a holder that crashed).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import zookeeper from 'node-zookeeper-client';
 import { InvalidArgumentError, LockLostError, LockManager, QuorumError, type NodeErrorEvent } from '../../src/index.js';
 import { startZooKeeperEnsemble, type LocalZooKeeperEnsemble } from '../../src/testing/index.js';
-import { abortedWithin, eventually } from '../support/harness.js';
+import { abortedWithin } from '../support/harness.js';
+import { startLeaseHolder } from '../support/child.js';
 import { requireZooKeeper } from '../support/optional.js';
 
 describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper backend)') }, () => {
@@ -165,16 +165,10 @@ describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper
     await (await sweeper.acquire('sweeper-warm-up')).release();
     const resource = 'crashed-holder';
     const queue = `/fencelock/${resource}`;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/lease-holder.ts', ensemble.url, resource], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise((r) => child.on('exit', r));
+    const holder = startLeaseHolder(ensemble.url, resource);
+    const { child, exited } = holder;
     try {
-      await eventually(() => /held \d+/.test(out), 20_000);
-      const crashedFence = BigInt(/held (\d+)/.exec(out)![1]!);
+      const crashedFence = await holder.fence();
       assert.equal((await childrenOf(queue))?.length, 1);
       child.kill('SIGKILL'); // no release, no session close: the ensemble ends the session at its timeout (2 s)
       await exited;

@@ -4,10 +4,10 @@
 // (time to the next grant, detection time) are printed as test diagnostics; docs/zookeeper.md quotes them.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { LockLostError, LockManager, type Lock } from '../../src/index.js';
 import { startZooKeeperEnsemble, type LocalZooKeeperEnsemble } from '../../src/testing/index.js';
 import { abortedWithin, eventually, timeToGrant } from '../support/harness.js';
+import { startLeaseHolder } from '../support/child.js';
 import { requireZooKeeper } from '../support/optional.js';
 
 const unhandled: unknown[] = [];
@@ -136,16 +136,10 @@ describe('zookeeper faults (3 servers)', { skip: requireZooKeeper('ZooKeeper (th
 
   test('a holder paused past its session’s timeout: the session expires, the next holder gets a greater fence, the late write is rejected', async (t) => {
     const resource = 'paused-holder';
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/lease-holder.ts', ensemble.url, resource], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise((r) => child.on('exit', r));
+    const holder = startLeaseHolder(ensemble.url, resource);
+    const { child, exited } = holder;
     try {
-      await eventually(() => /held \d+/.test(out), 20_000);
-      const oldFence = BigInt(/held (\d+)/.exec(out)![1]!);
+      const oldFence = await holder.fence();
       process.kill(child.pid!, 'SIGSTOP');
       const pausedAt = performance.now();
       // The fenced store: accepts a write only with a fence greater than the last it accepted.
@@ -160,9 +154,9 @@ describe('zookeeper faults (3 servers)', { skip: requireZooKeeper('ZooKeeper (th
       assert.ok(next.fence > oldFence);
       assert.ok(write(next.fence));
       process.kill(child.pid!, 'SIGCONT');
-      await eventually(() => /write \d+/.test(out), 10_000);
-      assert.match(out, /lost LockLostError/);
-      assert.equal(write(BigInt(/write (\d+)/.exec(out)![1]!)), false, 'the late write is rejected by its fence');
+      await eventually(() => /write \d+/.test(holder.output()), 10_000);
+      assert.match(holder.output(), /lost LockLostError/);
+      assert.equal(write(BigInt(/write (\d+)/.exec(holder.output())![1]!)), false, 'the late write is rejected by its fence');
       await next.release();
     } finally {
       if (child.exitCode === null) process.kill(child.pid!, 'SIGCONT');
