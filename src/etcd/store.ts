@@ -77,7 +77,17 @@ export class EtcdStore {
       this.name = input;
       this.#owned = true;
       this.#client = import('etcd3').then(
-        ({ Etcd3 }) => new Etcd3({ hosts, dialTimeout: timeout, faultHandling: { watchBackoff: watchBackoff(WATCH_BACKOFF_MS[0]) } }),
+        ({ Etcd3 }) =>
+          new Etcd3({
+            hosts,
+            dialTimeout: timeout,
+            // A deadline for each attempt, not one for the call: etcd3 retries a failed call on the next member
+            // (3 attempts), and with one shared deadline a call that timed out on a frozen member sent its
+            // retries to the healthy ones already expired. Each counted as their failure, their circuit
+            // breakers opened too, and every call failed for seconds (seen in the frozen-member fault test).
+            defaultCallOptions: () => ({ deadline: new Date(Date.now() + timeout) }),
+            faultHandling: { watchBackoff: watchBackoff(WATCH_BACKOFF_MS[0]) },
+          }),
         () => {
           throw new InvalidArgumentError(`${input} needs the etcd3 package: npm install etcd3`);
         },
@@ -204,10 +214,11 @@ export class EtcdStore {
     client?.close();
   }
 
-  async #call<T>(what: string, run: (client: Etcd3, options: { deadline: Date }) => Promise<T>): Promise<T> {
+  async #call<T>(what: string, run: (client: Etcd3, options: { deadline?: Date }) => Promise<T>): Promise<T> {
     const client = await this.#client;
     try {
-      return await run(client, { deadline: new Date(Date.now() + this.#timeout) });
+      // Our own client dates each attempt itself (above); a user's client gets one deadline for the call.
+      return await run(client, this.#owned ? {} : { deadline: new Date(Date.now() + this.#timeout) });
     } catch (error) {
       throw this.#nodeError(what, error);
     }
