@@ -61,7 +61,6 @@ export interface Session {
 const NO_NODE = -101;
 const NODE_EXISTS = -110;
 const NOT_EMPTY = -111;
-const BAD_VERSION = -103;
 
 const codeOf = (error: unknown): number | undefined => (error as { getCode?: () => number })?.getCode?.();
 
@@ -236,15 +235,12 @@ export class ZooKeeperStore {
     );
   }
 
-  /**
-   * Deletes the znode if it has no children (a queue nobody is in) and, given a `version`, is still that
-   * version: what we keep stays bounded. Not empty, gone or changed meanwhile: left as it is.
-   */
-  async removeIfEmpty(path: string, version = -1): Promise<void> {
+  /** Deletes the znode if it has no children (a queue nobody is in): what we keep stays bounded. */
+  async removeIfEmpty(path: string): Promise<void> {
     await this.#unless(
-      [NOT_EMPTY, NO_NODE, BAD_VERSION],
+      [NOT_EMPTY, NO_NODE],
       false,
-      this.#call('delete a queue', (c, done) => c.remove(path, version, (error) => done(error, true))),
+      this.#call('delete a queue', (c, done) => c.remove(path, -1, (error) => done(error, true))),
     );
   }
 

@@ -48,12 +48,8 @@ async function sweep(store: ZooKeeperStore, root: string, after: string): Promis
   const queue = [...names.filter((n) => n > after), ...names.filter((n) => n <= after)].slice(0, SWEEP_LIMIT);
   for (let i = 0; i < queue.length; i += SWEEP_BATCH)
     await Promise.all(
-      queue.slice(i, i + SWEEP_BATCH).map(async (name) => {
-        const path = `${root}/${name}`;
-        const stat = await store.exists(path);
-        // ZooKeeper refuses the delete once someone is in it again; the version check spares a znode written since.
-        if (stat && stat.numChildren === 0) await store.removeIfEmpty(path, stat.version);
-      }),
+      // One delete per queue, no read first: ZooKeeper itself refuses to delete a queue someone is in.
+      queue.slice(i, i + SWEEP_BATCH).map((name) => store.removeIfEmpty(`${root}/${name}`)),
     );
   return queue.length < names.length ? (queue.at(-1) ?? '') : '';
 }
