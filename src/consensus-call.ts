@@ -28,23 +28,26 @@ export function callClock(o: ResolvedAcquire, signal: AbortSignal): CallClock {
   return { o, signal, started, deadline: started + o.timeout };
 }
 
+/** Why a pass ended without a grant it could keep (its grant, if any, already given back). */
+export const TOO_SLOW = 'granted, but too slowly to leave any validity';
+
 /**
- * Runs `attempt` until it wins a grant. A pass that ends without one (its lease or session ended while it
- * waited) starts over at once; one the store failed (a QuorumError) after a capped backoff; both while the
- * call has time left. Bounded by the deadline; `lapsed` says why a pass ended empty, for the timeout's message.
+ * Runs `attempt` until it wins a grant. A pass that ends without one (a string saying why: its lease or
+ * session ended while it waited, or the grant came too late to leave any validity) starts over at once; one
+ * the store failed (a QuorumError) after a capped backoff; both while the call has time left. Bounded by the
+ * deadline; the last pass's reason is the timeout's message.
  */
 export async function untilGranted(
   call: CallClock & { readonly resources: readonly string[] },
-  attempt: () => Promise<Grant | undefined>,
-  lapsed: string,
+  attempt: () => Promise<Grant | string>,
 ): Promise<WaitResult> {
   let attempts = 0;
   for (let failures = 0; ; attempts++) {
     call.signal.throwIfAborted();
     try {
       const won = await attempt();
-      if (won) return { grant: won, attempts: attempts + 1, waited: monotonicNow() - call.started };
-      if (monotonicNow() >= call.deadline) throw new LockTimeoutError(call.resources, call.o.timeout, lapsed);
+      if (typeof won !== 'string') return { grant: won, attempts: attempts + 1, waited: monotonicNow() - call.started };
+      if (monotonicNow() >= call.deadline) throw new LockTimeoutError(call.resources, call.o.timeout, won);
     } catch (error) {
       await pauseAfterFailure(call, error, failures++);
     }

@@ -15,7 +15,7 @@
 import type { IKeyValue, IRequestOp } from 'etcd3';
 import type { Grant, RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
-import { callClock, pauseAfterFailure, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
+import { callClock, pauseAfterFailure, TOO_SLOW, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
 import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
@@ -74,17 +74,17 @@ export function acquire(
   onRetry: (info: RetryInfo) => void,
 ): Promise<WaitResult> {
   const call: Call = { ...callClock(o, signal), store, hold, onRetry, token: randomHex(18) };
-  return untilGranted({ ...call, resources: hold.resources }, () => attempt(call), 'its place in the queue lapsed');
+  return untilGranted({ ...call, resources: hold.resources }, () => attempt(call));
 }
 
-/** One pass: a lease, our keys, our turn. undefined when the lease ended while we waited (start over). */
-async function attempt(call: Call): Promise<EtcdGrant | undefined> {
+/** One pass: a lease, our keys, our turn. Why not, when it ended without a grant to keep (start over). */
+async function attempt(call: Call): Promise<EtcdGrant | string> {
   const { store, hold, o } = call;
   const sentAt = monotonicNow();
   const lease = await grantLease(call);
   try {
     const turn = await takeTurn(call, lease);
-    if (turn === 'lease-ended') return undefined;
+    if (turn === 'lease-ended') return 'its place in the queue lapsed';
     const grant: EtcdGrant = {
       resources: hold.resources,
       token: call.token,
@@ -97,9 +97,10 @@ async function attempt(call: Call): Promise<EtcdGrant | undefined> {
       keys: hold.queues.map((q) => keyIn(q, lease.id)),
       ops: hold.ops,
     };
-    if (grant.validUntil <= monotonicNow())
-      throw new LockTimeoutError(hold.resources, o.timeout, 'granted, but too slowly to leave any validity');
-    return grant;
+    if (grant.validUntil > monotonicNow()) return grant;
+    // The pass outlasted the lease (a frozen member, an election): given back, and tried again while the call has time.
+    await store.revoke(lease.id).catch(() => undefined);
+    return TOO_SLOW;
   } catch (error) {
     // Our keys go with the lease: nobody waits behind a caller that gave up.
     await store.revoke(lease.id).catch(() => undefined);

@@ -12,7 +12,7 @@
 // from us), less a drift allowance. Release deletes the znodes (and the queue's parent when it is empty).
 import type { Grant, RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
-import { callClock, pauseAfterFailure, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
+import { callClock, pauseAfterFailure, TOO_SLOW, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
 import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
@@ -65,11 +65,11 @@ export function acquire(
   onRetry: (info: RetryInfo) => void,
 ): Promise<WaitResult> {
   const call: Call = { ...callClock(o, signal), store, hold, onRetry, token: randomHex(18) };
-  return untilGranted({ ...call, resources: hold.resources }, () => attempt(call), 'its session expired while it waited');
+  return untilGranted({ ...call, resources: hold.resources }, () => attempt(call));
 }
 
-/** One pass: our znodes, our fence, our turn. undefined when the session expired while we waited (start over). */
-async function attempt(call: Call): Promise<ZooKeeperGrant | undefined> {
+/** One pass: our znodes, our fence, our turn. Why not, when it ended without a grant to keep (start over). */
+async function attempt(call: Call): Promise<ZooKeeperGrant | string> {
   const { store, hold, o } = call;
   let session: Session;
   try {
@@ -86,7 +86,7 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | undefined> {
     const turn = await takeTurn(call, session, paths);
     if (turn === 'expired') {
       await cleanUp();
-      return undefined;
+      return 'its session expired while it waited';
     }
     const grant: ZooKeeperGrant = {
       resources: hold.resources,
@@ -99,9 +99,10 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | undefined> {
       sessionTimeout: session.timeout,
       ops: hold.ops,
     };
-    if (grant.validUntil <= monotonicNow())
-      throw new LockTimeoutError(hold.resources, o.timeout, 'granted, but too slowly to leave any validity');
-    return grant;
+    if (grant.validUntil > monotonicNow()) return grant;
+    // The pass outlasted the session's timeout (a frozen server, an election): given back, and tried again while the call has time.
+    await cleanUp();
+    return TOO_SLOW;
   } catch (error) {
     await cleanUp();
     throw error instanceof NodeError ? quorumError(hold.resources, 'acquire', store, error) : error;
