@@ -2,7 +2,7 @@
 // the holder's lease (the key goes when the lease ends), ordered by its create revision. What differs
 // between a mutex, a semaphore permit and a read or write hold is only who may hold, and whose deletion a
 // waiter watches (the key just before it, so one release wakes one waiter). That is all this file says.
-import type { IKeyValue } from 'etcd3';
+import type { IKeyValue } from './etcd3-types.js';
 import { escapeName } from '../escape-name.js';
 import { blocker as blockerOf, type QueueKind } from '../queue-rules.js';
 

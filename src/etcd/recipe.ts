@@ -12,7 +12,7 @@
 // waited became first later, when the key before it went, so it takes a revision from inside its turn (the
 // confirming write): a lock on several resources may have queued behind keys created after its own. No
 // write-back, no trust rule, no quarantine: a member that lost its data rejoins by Raft, not by fencelock.
-import type { IKeyValue, IRequestOp } from 'etcd3';
+import type { IKeyValue, IRequestOp } from './etcd3-types.js';
 import type { Grant, RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
 import { callClock, pauseAfterFailure, TOO_SLOW, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';

@@ -2,7 +2,8 @@
 // that names the cluster (what a Redis node's error names is its address). The etcd3 package is an optional
 // peer dependency: it is loaded only when a manager is given an etcd:// URL, and a client the user made is
 // used through the small structural type below, so fencelock's types never require it.
-import type { IKeyValue, IRangeRequest, IRangeResponse, ITxnRequest, ITxnResponse, Etcd3, Watcher } from 'etcd3';
+import type { Etcd3, Watcher } from 'etcd3';
+import type { IKeyValue, IRangeRequest, IRangeResponse, ITxnRequest, ITxnResponse } from './etcd3-types.js';
 import type { BackendHost } from '../backend.js';
 import { StoreFailures } from '../consensus-call.js';
 import { InvalidArgumentError, NodeError, NodeTimeoutError } from '../errors.js';

@@ -7,7 +7,7 @@
 //   the connection, and the client reconnects to another server with the same session;
 // - after a session expired it stays dead: a manager that made its client makes a new one, and tells every
 //   grant of the old session that it is lost.
-import type { Client, Stat } from 'node-zookeeper-client';
+import type { Client, Stat } from './client-types.js';
 import type { BackendHost } from '../backend.js';
 import { StoreFailures } from '../consensus-call.js';
 import { InvalidArgumentError, NodeError, NodeTimeoutError } from '../errors.js';
