@@ -23,6 +23,21 @@ export class InvalidArgumentError extends LockError {
   }
 }
 
+/**
+ * A setup error: the manager was given a URL (`redis://`, `etcd://`, `zk://`) whose client library, an optional
+ * peer dependency, is not installed. Found before any network call, so it is bad input (`INVALID_ARGUMENT`),
+ * never a quorum failure that waits out a timeout.
+ */
+export class MissingPackageError extends InvalidArgumentError {
+  /** the npm package to install, e.g. `etcd3` */
+  readonly packageName: string;
+  constructor(packageName: string, neededBy: string, cause?: unknown) {
+    super(`${neededBy} needs the ${packageName} package, which could not be loaded: npm install ${packageName}`);
+    this.packageName = packageName;
+    if (cause !== undefined) this.cause = cause;
+  }
+}
+
 /** `acquire` waited its whole timeout without getting the lock. */
 export class LockTimeoutError extends LockError {
   /** the resources the call asked for */

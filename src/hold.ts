@@ -4,6 +4,7 @@
 import type { Backend, WaitResult, Win } from './backend.js';
 import { InvalidArgumentError, LockError } from './errors.js';
 import { Lock, runWhileHeld, type LockHost } from './lock.js';
+import type { PackageCheck } from './optional-package.js';
 import {
   resolveAcquireOptions,
   resolveWithLockOptions,
@@ -20,6 +21,8 @@ export interface HoldHost {
   readonly options: ResolvedManagerOptions;
   /** aborts (reason: ManagerClosedError) when the manager closes */
   readonly closing: AbortSignal;
+  /** the client library the manager's URLs need: a missing one fails the call before it starts */
+  readonly packages: PackageCheck;
   /** the manager now holds this lock: close() releases it */
   track(lock: Lock): void;
 }
@@ -36,6 +39,8 @@ export interface PrimitiveHost extends HoldHost {
  */
 export async function holdGrant(host: HoldHost, o: ResolvedAcquire, win: (signal: AbortSignal) => Promise<WaitResult>): Promise<Lock> {
   host.closing.throwIfAborted();
+  const packages = host.packages.wait();
+  if (packages) await packages;
   const signal = o.signal ? AbortSignal.any([o.signal, host.closing]) : host.closing;
   signal.throwIfAborted();
   const { grant, attempts, waited } = await win(signal);

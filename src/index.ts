@@ -8,6 +8,7 @@ export { scheduleSingleton, type SingletonJob, type SingletonOptions } from './s
 export {
   LockError,
   InvalidArgumentError,
+  MissingPackageError,
   LockTimeoutError,
   QuorumError,
   LockLostError,

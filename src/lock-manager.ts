@@ -1,6 +1,6 @@
 import { EventEmitter, setMaxListeners } from 'node:events';
 import type { Backend, LockInfo } from './backend.js';
-import { createBackend, isRedisInput } from './backends.js';
+import { createBackend, isRedisInput, packageFor } from './backends.js';
 import { monotonicNow } from './clock.js';
 import type { EtcdInput } from './etcd/index.js';
 import type { ZooKeeperInput } from './zookeeper/index.js';
@@ -11,6 +11,7 @@ import { holdGrant, type HoldHost, type PrimitiveHost } from './hold.js';
 import { ReadWriteLock } from './rwlock/index.js';
 import { Semaphore, type SemaphoreOptions } from './semaphore/index.js';
 import { Telemetry, type ObservabilityOptions } from './observability/index.js';
+import { loadOptional, PackageCheck } from './optional-package.js';
 import { Scheduler } from './scheduler.js';
 import {
   checkLeaseTtl,
@@ -57,6 +58,8 @@ export class LockManager {
   /** how a won grant becomes a lock this manager holds (hold.ts): the mutex and every primitive alike */
   readonly #holdHost: HoldHost;
   readonly #telemetry: Telemetry;
+  /** whether the client library a URL needs is installed (a missing one fails every call at once) */
+  readonly #packages: PackageCheck;
 
   /**
    * `clients`: Redis clients (ioredis, node-redis, `redis://` URLs), one per independent node; or an etcd3
@@ -73,6 +76,8 @@ export class LockManager {
       { emit: (event, ...args) => this.#emit(event, ...args) },
       this.#telemetry,
     );
+    const needed = packageFor(clients);
+    this.#packages = new PackageCheck(needed && loadOptional(needed.name, needed.neededBy));
     this.#events.setMaxListeners(0);
     // Every waiting acquire listens on this signal: many waiters are normal, not a leak.
     setMaxListeners(0, this.#closing.signal);
@@ -98,6 +103,7 @@ export class LockManager {
       lockHost: this.#host,
       options: this.#options,
       closing: this.#closing.signal,
+      packages: this.#packages,
       track: (lock) => {
         held.add(lock);
         telemetry.lockAcquired(lock);
@@ -223,6 +229,8 @@ export class LockManager {
   #start<T>(call: () => Promise<T>): Promise<T> {
     // Not an async function: a held withLock would keep one more suspended frame alive per lock.
     if (this.#closing.signal.aborted) return Promise.reject(new ManagerClosedError());
+    const packages = this.#packages.wait();
+    if (packages) return packages.then(() => this.#start(call));
     try {
       return call();
     } catch (error) {
