@@ -11,10 +11,10 @@ import { EXIT, EXIT_CODES_HELP } from './exit-codes.js';
 import { run } from './run.js';
 import { watch } from './watch.js';
 import { DEMO_BACKENDS } from './demo/clusters.js';
-import { runDemo, type DemoOptions } from './demo/run-demo.js';
+import type { DemoOptions } from './demo/run-demo.js';
 import { BREAKABLE, FAULTS, LAYERS, parseNames, type Breakable, type Fault, type Layer } from './demo/orders/plan.js';
-import { runOrders } from './demo/orders/run-orders.js';
 import { CliError, parsePositiveInt, parseUrls } from './output.js';
+import { demoPackages, requirePackages } from './packages.js';
 
 /** The package's version, found from src/cli (sources) or dist/esm/cli (build) alike. */
 function packageVersion(): string {
@@ -170,6 +170,8 @@ export async function main(argv: readonly string[]): Promise<number> {
         );
       const given = (name: string): boolean => command.getOptionValueSource(name) === 'cli';
       const json = o.json === true;
+      await requirePackages(demoPackages(o.scenario, o.backend ?? 'redis'), `the demo (--backend ${o.backend ?? 'redis'})`);
+      // Loaded here, not at the top: they import ioredis, which `fencelock --help` and the other commands must not need.
       if (o.scenario === 'orders') {
         const misplaced = ['storage', 'stock'].filter(given);
         if (misplaced.length > 0) throw new CliError(`--${misplaced.join(', --')}: for the stock scenario, not with --scenario orders`, 2);
@@ -184,6 +186,7 @@ export async function main(argv: readonly string[]): Promise<number> {
             2,
           );
         }
+        const { runOrders } = await import('./demo/orders/run-orders.js');
         const report = await runOrders({
           ...(o.nodes ? { nodes: o.nodes } : {}),
           backend: o.backend,
@@ -207,6 +210,7 @@ export async function main(argv: readonly string[]): Promise<number> {
           2,
         );
       }
+      const { runDemo } = await import('./demo/run-demo.js');
       const report = await runDemo({ ...o, json });
       code = report.ok ? 0 : 1;
     });

@@ -1,7 +1,7 @@
-import { Redis } from 'ioredis';
-
 /** PINGs each URL once; resolves with the ones that did not answer within `timeoutMs`, and why. */
 export async function unreachable(urls: readonly string[], timeoutMs = 1_000): Promise<Array<{ url: string; reason: string }>> {
+  // Loaded here: the orders scenario on etcd or ZooKeeper imports this file and needs no Redis client.
+  const { Redis } = await import('ioredis');
   const results = await Promise.all(
     urls.map(async (url) => {
       const client = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null });
