@@ -209,6 +209,41 @@ describe('construction: invalid clients and options throw before connecting', ()
     }
   });
 
+  test('one server under two names is refused, and the message says what is compared', async () => {
+    const port = node.port;
+    const loopbackIo = new Redis(port, { lazyConnect: true }); // ioredis's default host: localhost
+    const numericIo = new Redis({ host: '127.0.0.1', port, lazyConnect: true });
+    const nodeRedis = createClient({ socket: { host: '::1', port } });
+    const cases: Array<[string, unknown[], RegExp]> = [
+      ['the same URL twice', [node.url, node.url], /^clients\[1\] is the same URL as clients\[0\]$/],
+      ['the same client twice', [ioClient, ioClient], /^clients\[1\] is the same client as clients\[0\]$/],
+      ['localhost and 127.0.0.1', [`redis://localhost:${port}`, `redis://127.0.0.1:${port}`], /same server as clients\[0\]/],
+      ['[::1] and localhost', ['redis://a.example:1', `redis://[::1]:${port}`, `redis://LOCALHOST:${port}`], /^clients\[2\].*clients\[1\]/],
+      ['new Redis(port) and new Redis({ host: 127.0.0.1, port })', [loopbackIo, numericIo], /same server/],
+      ['a node-redis client on ::1 and a URL on 127.0.0.1', [nodeRedis, node.url], /same server/],
+      ['two databases of one server', [`${node.url}/1`, `${node.url}/2`], /same server/],
+    ];
+    try {
+      await withoutTraffic(() => {
+        for (const [label, clients, message] of cases) {
+          assert.throws(
+            () => new LockManager(clients as object[], BASE),
+            (error: Error) => {
+              assert.ok(error instanceof InvalidArgumentError, `${label}: ${String(error)}`);
+              assert.match(error.message, message, label);
+              if (/server/.test(error.message)) assert.match(error.message, /host names are not resolved/, label);
+              return true;
+            },
+            label,
+          );
+        }
+      });
+    } finally {
+      loopbackIo.disconnect();
+      numericIo.disconnect();
+    }
+  });
+
   test('valid edge values are accepted, and construction alone sends nothing', async () => {
     await withoutTraffic(async () => {
       const ok: LockManagerOptions[] = [

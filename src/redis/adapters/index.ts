@@ -3,6 +3,7 @@ import { show } from '../../options.js';
 import { IoredisDriver, ioredisName, isIoredis, OWNED_IOREDIS_OPTIONS, type IoredisLike } from './ioredis.js';
 import { DriverNode } from './node.js';
 import { isNodeRedis, NodeRedisDriver, nodeRedisName } from './node-redis.js';
+import { SAME_SERVER_RULE, serverKey } from './same-server.js';
 import type { RedisNode } from './types.js';
 
 export type { RedisNode } from './types.js';
@@ -11,24 +12,30 @@ export { Script } from './types.js';
 /**
  * Validates the whole list before anything connects, then wraps each client.
  * Throws InvalidArgumentError for an empty list, an unknown object, a bad URL,
- * or the same client (or the same address) twice: two quorum members on one
- * server would make one failure count twice.
+ * or the same client (or the same server: same-server.ts says what is compared) twice: two quorum
+ * members on one server would make one failure count twice.
  */
 export function toNodes(clients: unknown): RedisNode[] {
   if (!Array.isArray(clients) || clients.length === 0) {
     const got = Array.isArray(clients) ? 'an empty array' : show(clients);
     throw new InvalidArgumentError(`clients must be a non-empty array of Redis clients or redis:// URLs, got ${got}`);
   }
-  const seenObjects = new Set<unknown>();
-  const seenNames = new Set<string>();
+  const seenObjects = new Map<unknown, number>();
+  const seenServers = new Map<string, { index: number; name: string }>();
   const plans = clients.map((client: unknown, i) => {
-    if (seenObjects.has(client)) throw new InvalidArgumentError(`clients[${i}] is the same client as an earlier entry`);
-    seenObjects.add(client);
-    const plan = planFor(client, i);
-    if (seenNames.has(plan.name)) {
-      throw new InvalidArgumentError(`clients[${i}] points at ${plan.name} like an earlier entry: each node must be an independent server`);
+    const twice = seenObjects.get(client);
+    if (twice !== undefined) {
+      throw new InvalidArgumentError(`clients[${i}] is the same ${typeof client === 'string' ? 'URL' : 'client'} as clients[${twice}]`);
     }
-    seenNames.add(plan.name);
+    seenObjects.set(client, i);
+    const plan = planFor(client, i);
+    const earlier = seenServers.get(serverKey(plan.name));
+    if (earlier) {
+      throw new InvalidArgumentError(
+        `clients[${i}] (${plan.name}) is the same server as clients[${earlier.index}] (${earlier.name}): each node must be an independent server; ${SAME_SERVER_RULE}`,
+      );
+    }
+    seenServers.set(serverKey(plan.name), { index: i, name: plan.name });
     return plan;
   });
   return plans.map((plan) => plan.create());
