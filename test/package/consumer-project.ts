@@ -47,7 +47,7 @@ export async function packFencelock(repo: string, dir: string): Promise<string> 
   for (const entry of ['package.json', 'tsconfig.json', 'tsconfig.build.json', 'tsconfig.cjs.json', 'README.md', 'src', 'docs', 'scripts'])
     cpSync(path.join(repo, entry), path.join(copy, entry), { recursive: true });
   symlinkSync(path.join(repo, 'node_modules'), path.join(copy, 'node_modules'));
-  ok(await run(process.execPath, ['scripts/build.mjs'], copy, 180_000), 'the build');
+  ok(await run(process.execPath, ['scripts/build.mjs'], copy, 400_000), 'the build');
   // prepack would build again: built above, in this copy.
   ok(await run('npm', ['pack', '--ignore-scripts', '--offline', '--pack-destination', dir], copy), 'npm pack');
   const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'));

@@ -4,7 +4,7 @@
 // a store whose library is missing fails at once, naming the package (issue 24, points 1-4).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -57,7 +57,7 @@ describe('the packed package, installed next to one client library', () => {
         writeFileSync(path.join(project, 'tsconfig.json'), JSON.stringify(TSCONFIG, null, 2));
         writeFileSync(path.join(project, 'program.mts'), program(c));
         writeFileSync(path.join(project, 'program.cts'), program(c));
-        typeChecks.set(c.client, await run(process.execPath, [tsc, '-p', '.'], project, 180_000));
+        typeChecks.set(c.client, await run(process.execPath, [tsc, '-p', '.'], project, 400_000));
       }),
     ]);
   });
@@ -69,6 +69,15 @@ describe('the packed package, installed next to one client library', () => {
 
   const fencelock = (c: Consumer, ...args: string[]): Promise<Run> =>
     run('npx', ['--no-install', 'fencelock', ...args], path.join(dir, c.client), 60_000);
+
+  test('no declaration file in dist/esm or dist/cjs imports an optional package', () => {
+    const dist = path.join(dir, 'fencelock', 'dist');
+    const optional = /(?:from\s*|import\()['"](ioredis|redis|etcd3|node-zookeeper-client|pg|@electric-sql\/[\w-]+|@types\/[\w-]+)['"]/;
+    const declarations = readdirSync(dist, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.d.ts'));
+    assert.ok(declarations.length > 50, `the declarations are found (${declarations.length})`);
+    const importing = declarations.filter((f) => optional.test(readFileSync(path.join(dist, f), 'utf8')));
+    assert.deepEqual(importing, []);
+  });
 
   for (const c of CONSUMERS) {
     test(`with only ${c.client}`, { skip: skip[c.client] }, async () => {
