@@ -49,6 +49,8 @@ export const TSCONFIG = {
     module: 'nodenext',
     moduleResolution: 'nodenext',
     target: 'es2022',
+    // no DOM: a Node project's, and a third less to check
+    lib: ['es2022'],
     skipLibCheck: false,
     types: ['node'],
     outDir: 'out',
