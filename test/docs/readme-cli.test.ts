@@ -18,7 +18,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const section = README.slice(README.indexOf('## Command line'), README.indexOf('## Documentation'));
 const shBlocks = codeBlocks(ROOT, 'README.md').filter((b) => b.lang === 'sh' && section.includes(b.code));
-const cronBlock = shBlocks.find((b) => /^\S*fencelock run /m.test(b.code.split('\n').find((l) => /^[\d*]/.test(l)) ?? ''))!;
+const cronBlock = shBlocks.find((b) => /\S*fencelock run /.test(b.code.split('\n').find((l) => /^[\d*]/.test(l)) ?? ''))!;
 const synopsis = shBlocks.find((b) => b !== cronBlock)!;
 /** `fencelock <command> …` lines of the synopsis block, comments cut off. */
 const synopsisLines = synopsis.code
@@ -123,7 +123,7 @@ describe('README CLI against local Redis nodes', () => {
       assert.match(firstLine(watch), /^fencelock watch /);
       const release = await runCli(['release', 'readme:cli', '--force', '--yes', '--json'], 60_000, env);
       assert.equal(release.code, 0, show(release));
-      assert.deepEqual(JSON.parse(firstLine(release)), { resource: 'readme:cli', released: 3, nodes: 3 });
+      assert.deepEqual(JSON.parse(release.stdout), { resource: 'readme:cli', released: 3, nodes: 3 });
       assert.equal(lock.isValid(), true, 'the holder does not know yet: it learns at its next extension');
     } finally {
       await lock.release();
@@ -168,7 +168,7 @@ describe('README CLI against local Redis nodes', () => {
     const dead = 'redis://127.0.0.1:1,redis://127.0.0.1:2';
     await expect(1, ['inspect', 'readme:codes', '--nodes', `${dead},${nodes.urls[0]}`], 'an operation failed');
     await expect(2, ['run', 'readme:codes', '--', 'true'], 'bad usage: no nodes', { FENCELOCK_NODES: '' });
-    await expect(69, ['run', '--timeout', '2000', 'readme:codes', '--nodes', `${dead},redis://127.0.0.1:3`, '--', 'true'], 'no quorum');
+    await expect(69, ['run', '--timeout', '2000', '--nodes', `${dead},redis://127.0.0.1:3`, 'readme:codes', '--', 'true'], 'no quorum');
     const held = await locks.acquire('readme:codes');
     try {
       await expect(75, ['run', '--no-wait', 'readme:codes', '--', 'true'], 'held by another owner');
