@@ -211,6 +211,16 @@ const log = { error: (fields: object, message: string) => console.error(message,
   // docs/observability.md
   {
     doc: 'docs/observability.md',
+    contains: 'interface AcquireTraceContext {',
+    // The block restates the exported type: the type-check fails if the two differ.
+    prelude: `type Lock = $fencelock.Lock;
+type $Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+`,
+    check: `const $same: $Same<AcquireTraceContext, $fencelock.AcquireTraceContext> = true;
+$assert.equal($same, true);`,
+  },
+  {
+    doc: 'docs/observability.md',
     contains: 'const audited = new LockManager(clients, { meterProvider })',
     prelude: `const clients = process.env.FENCELOCK_NODES!.split(',').map((url) => new $Redis(url));
 `,

@@ -49,6 +49,18 @@ async function postgres(): Promise<{ url: string; close(): Promise<void> }> {
 }
 
 const setupOf = (b: CodeBlock): BlockSetup | undefined => SETUPS.find((s) => s.doc === b.doc && b.code.includes(s.contains));
+/** Every block that runs, with its index in its doc's blocks. */
+const runnable = docs.flatMap(({ doc, blocks }) =>
+  blocks.flatMap((block, i) => (isExecuted(block) && !block.fragment ? [{ doc, blocks, block, i, setup: setupOf(block) }] : [])),
+);
+/** Writes the program of `blocks[i]` of `doc` into OUT; returns its path. */
+function writeProgram(doc: string, blocks: readonly CodeBlock[], i: number, setup: BlockSetup | undefined): string {
+  const file = join(OUT, `${doc.replace(/[/.]/g, '_')}-${blocks[i]!.line}.ts`);
+  writeFileSync(file, blockProgram(blocks[i]!, setup, blocks.slice(0, i), SRC_FROM_OUT));
+  return file;
+}
+rmSync(OUT, { recursive: true, force: true });
+mkdirSync(OUT, { recursive: true });
 
 test('docs code blocks: every fragment marker gives a reason, and its runnable file exists and has a test', () => {
   const tests = readdirSync(join(ROOT, 'test/examples')).map((f) => readFileSync(join(ROOT, 'test/examples', f), 'utf8'));
@@ -87,13 +99,18 @@ test("docs code blocks: the README's Lua fence check is docs/fencing.md's, which
   assert.deepEqual(lua('README.md'), lua('docs/fencing.md'));
 });
 
+test('docs code blocks type-check (strict, as the project): a renamed option or method fails here even where it would not throw', async () => {
+  for (const { doc, blocks, i, setup } of runnable) writeProgram(doc, blocks, i, setup);
+  writeFileSync(join(OUT, 'tsconfig.json'), JSON.stringify({ extends: '../../tsconfig.json', include: ['*.ts'] }));
+  const r = await runTs(['node_modules/typescript/bin/tsc', '--noEmit', '-p', join(OUT, 'tsconfig.json')], 120_000);
+  assert.equal(r.code, 0, `tsc on the blocks' programs (in ${OUT}):\n${r.stdout}${r.stderr}`);
+});
+
 describe('docs code blocks run against real servers', () => {
   let redis: LocalRedisNodes;
   let database: { url: string; close(): Promise<void> };
   let env: NodeJS.ProcessEnv;
   before(async () => {
-    rmSync(OUT, { recursive: true, force: true });
-    mkdirSync(OUT, { recursive: true });
     [redis, database] = await Promise.all([startRedisNodes(3), postgres()]);
     // NODE_TEST_CONTEXT unset: a block that uses node:test reports as a program of its own, not to this runner.
     env = { FENCELOCK_NODES: redis.urls.join(','), DATABASE_URL: database.url, NODE_TEST_CONTEXT: undefined };
@@ -104,19 +121,15 @@ describe('docs code blocks run against real servers', () => {
 
   // One process per doc runs its blocks in order (test/fixtures/run-doc-blocks.ts checks that each leaves
   // nothing open); a block that uses node:test runs alone, as the test file it shows.
-  for (const { doc, blocks } of docs) {
-    const runs = blocks.flatMap((block, i) => (isExecuted(block) && !block.fragment ? [{ block, i, setup: setupOf(block) }] : []));
+  for (const { doc } of docs) {
+    const runs = runnable.filter((r) => r.doc === doc);
     if (runs.length === 0) continue;
     const alone = (b: CodeBlock): boolean => /from ['"]node:test['"]/.test(b.code);
     const groups = [runs.filter((r) => !alone(r.block)), ...runs.filter((r) => alone(r.block)).map((r) => [r])].filter((g) => g.length > 0);
     for (const group of groups) {
       const lines = group.map((r) => r.block.line).join(', ');
       test(`${doc}: the blocks at lines ${lines} run, each leaving nothing open`, async () => {
-        const files = group.map(({ block, i, setup }) => {
-          const file = join(OUT, `${doc.replace(/[/.]/g, '_')}-${block.line}.ts`);
-          writeFileSync(file, blockProgram(block, setup, blocks.slice(0, i), SRC_FROM_OUT));
-          return file;
-        });
+        const files = group.map(({ blocks, i, setup }) => writeProgram(doc, blocks, i, setup));
         const single = group.length === 1 && alone(group[0]!.block);
         const r = await runTs(single ? files : ['test/fixtures/run-doc-blocks.ts', ...files], BLOCK_TIMEOUT * group.length, env);
         const hint =
