@@ -102,7 +102,7 @@ test("docs code blocks: the README's Lua fence check is docs/fencing.md's, which
 test('docs code blocks type-check (strict, as the project): a renamed option or method fails here even where it would not throw', async () => {
   for (const { doc, blocks, i, setup } of runnable) writeProgram(doc, blocks, i, setup);
   writeFileSync(join(OUT, 'tsconfig.json'), JSON.stringify({ extends: '../../tsconfig.json', include: ['*.ts'] }));
-  const r = await runTs(['node_modules/typescript/bin/tsc', '--noEmit', '-p', join(OUT, 'tsconfig.json')], 120_000);
+  const r = await runTs(['node_modules/typescript/bin/tsc', '--noEmit', '-p', join(OUT, 'tsconfig.json')], 300_000);
   assert.equal(r.code, 0, `tsc on the blocks' programs (in ${OUT}):\n${r.stdout}${r.stderr}`);
 });
 
