@@ -32,4 +32,8 @@ Exit codes (every command):
   126  run: the command could not be started
   127  run: the command was not found
 
-Environment: FENCELOCK_NODES and FENCELOCK_PREFIX are the defaults of --nodes and --prefix.`;
+Environment (the defaults of the flags named):
+  FENCELOCK_NODES   --nodes: comma-separated redis:// URLs of the lock nodes
+  FENCELOCK_ETCD    --etcd: etcd://host:port,… of an etcd cluster, instead of --nodes
+  FENCELOCK_ZK      --zk: zk://host:port,… of a ZooKeeper ensemble, instead of --nodes
+  FENCELOCK_PREFIX  --prefix: the key prefix (else fencelock:)`;
