@@ -1,22 +1,27 @@
 // Curator's lock recipe (InterProcessMutex), for one or several queues at once:
 //
-//   1. enqueue        one transaction creates an ephemeral sequential znode in every queue (the queues'
-//                     parents are created first if missing), owned by our session, holding our owner token
+//   1. enqueue        one transaction creates an ephemeral sequential znode in every queue, owned by our
+//                     session, holding our owner token, named as Curator names its own (queue.ts); a queue's
+//                     znode is created only when that fails for want of it (Curator's
+//                     creatingParentContainersIfNeeded): a queue in use costs no write of its own
 //   2. fence          our znode's creation zxid: ensemble-wide, strictly increasing (a queue's sequence
 //                     numbers start over when its parent is re-created, so they are no fence)
-//   3. wait (turn)    per queue, watch the znode just before ours until none is in the way (FIFO: one
-//                     release wakes one waiter); the session keeps our place meanwhile
+//   3. wait (turn)    per queue, watch the znode in our way until none is (FIFO: one release wakes one
+//                     waiter); the session keeps our place meanwhile. The first look at the queue goes out
+//                     with step 2's read: one round trip for both
 //
 // The lease is the session: our znodes live as long as it does. A lock is valid from the last round trip
 // that found its znodes, for the session's timeout (the ensemble cannot end the session sooner after hearing
-// from us), less a drift allowance. Release deletes the znodes (and the queue's parent when it is empty).
+// from us), less a drift allowance. Release deletes our znodes; the queue's znode, once empty, is left to the
+// sweep (sweep.ts), so the next acquire of a busy resource finds it there.
 import type { Grant, RetryInfo, WaitResult } from '../backend.js';
+import { randomUUID } from 'node:crypto';
 import { monotonicNow } from '../clock.js';
 import { callClock, pauseAfterFailure, TOO_SLOW, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
 import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
-import { blocker, nodePrefix, ordered, type Child, type Queue } from './queue.js';
+import { blocker, isOurs, nodePrefix, ordered, type Child, type Queue } from './queue.js';
 import { zxid, type Session, type ZooKeeperStore } from './store.js';
 
 /** What a lease loses to the servers' clocks running fast: the Redis default's allowance (not an option here). */
@@ -39,8 +44,10 @@ interface Call extends CallClock {
   readonly store: ZooKeeperStore;
   readonly hold: Hold;
   readonly onRetry: (info: RetryInfo) => void;
-  /** this call's owner token: the data of its znodes, and part of their names */
+  /** this call's owner token: the data of its znodes */
   readonly token: string;
+  /** this call's protection id (a random UUID, as Curator's): in its znodes' names, to find them after a lost answer */
+  readonly protectedId: string;
 }
 
 /** The QuorumError for a failed step; the manager hears of the failure too (its nodeError event). */
@@ -64,7 +71,7 @@ export function acquire(
   signal: AbortSignal,
   onRetry: (info: RetryInfo) => void,
 ): Promise<WaitResult> {
-  const call: Call = { ...callClock(o, signal), store, hold, onRetry, token: randomHex(18) };
+  const call: Call = { ...callClock(o, signal), store, hold, onRetry, token: randomHex(18), protectedId: randomUUID() };
   return untilGranted({ ...call, resources: hold.resources }, () => attempt(call));
 }
 
@@ -79,11 +86,13 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | string> {
   }
   // Nobody waits behind a caller that gave up; a znode whose create answer was lost is found by its name.
   const cleanUp = (): Promise<number> =>
-    removeForSure(store, session.id, () => removeOurs(store, hold.queues, call.token), 'dequeue', hold.resources);
+    removeForSure(store, session.id, () => removeOurs(store, hold.queues, call.protectedId), 'dequeue', hold.resources);
   try {
-    const paths = await enqueue(store, hold.queues, call.token);
-    const fence = await fenceOf(store, paths, hold.resources);
-    const turn = await takeTurn(call, session, paths);
+    const paths = await enqueue(store, hold.queues, call);
+    // Our fence and the first look at the first queue, sent together: one round trip, not two.
+    const sentAt = monotonicNow();
+    const [fence, firstLook] = await Promise.all([fenceOf(store, paths, hold.resources), store.children((hold.queues[0] as Queue).path)]);
+    const turn = await takeTurn(call, session, paths, { sentAt, names: firstLook });
     if (turn === 'expired') {
       await cleanUp();
       return 'its session expired while it waited';
@@ -109,19 +118,22 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | string> {
   }
 }
 
+/** How many times in a row an acquire makes its queues' znodes again before the pass counts as failed. */
+const MAX_QUEUE_MAKES = 5;
+
 /**
- * Step 1: the queues' parents, then our znode in every queue in one transaction. A parent deleted between the
- * two (a release or a sweep found it empty: sweep.ts) fails the create with NO_NODE: made again, and again.
+ * Step 1: our znode in every queue, in one transaction. When a queue's znode is missing (never made, or a
+ * sweep found it empty: sweep.ts) the create fails with NO_NODE: the queues are made, and the create sent
+ * again; a sweep may delete a queue between the two, so again, a bounded number of times.
  */
-async function enqueue(store: ZooKeeperStore, queues: readonly Queue[], token: string): Promise<string[]> {
-  for (let tries = 1; ; tries++) {
-    await Promise.all(queues.map((q) => store.ensurePath(q.path)));
-    const paths = await store.createSequential(
-      queues.map((q) => nodePrefix(q, token)),
-      Buffer.from(token),
-    );
+async function enqueue(store: ZooKeeperStore, queues: readonly Queue[], call: Call): Promise<string[]> {
+  const names = queues.map((q) => nodePrefix(q, call.protectedId));
+  for (let made = 0; ; made++) {
+    const paths = await store.createSequential(names, Buffer.from(call.token));
     if (paths) return paths;
-    if (tries >= 5) throw new NodeError(store.name, 'could not enqueue: its queue was deleted under it 5 times in a row');
+    if (made >= MAX_QUEUE_MAKES)
+      throw new NodeError(store.name, `could not enqueue: its queue was deleted under it ${MAX_QUEUE_MAKES} times in a row`);
+    await Promise.all(queues.map((q) => store.createQueue(q.path)));
   }
 }
 
@@ -133,19 +145,32 @@ async function fenceOf(store: ZooKeeperStore, paths: readonly string[], resource
   return zxid(stat.czxid);
 }
 
-/** Step 3: until nothing is in our way in any queue. `sentAt`: the last round trip that found us in line. */
-async function takeTurn(call: Call, session: Session, paths: readonly string[]): Promise<{ sentAt: number } | 'expired'> {
+/**
+ * Step 3: until nothing is in our way in any queue. `sentAt`: the last round trip that found us in line.
+ * `firstLook`: the first queue's children, read with the fence (and when that read was sent).
+ */
+async function takeTurn(
+  call: Call,
+  session: Session,
+  paths: readonly string[],
+  firstLook: { sentAt: number; names: string[] | null },
+): Promise<{ sentAt: number } | 'expired'> {
   const { store, hold, o } = call;
   let retries = 0;
-  let sentAt = monotonicNow();
+  let sentAt = firstLook.sentAt;
+  let looked: string[] | null | undefined = firstLook.names;
   for (const [i, queue] of hold.queues.entries()) {
     const mine = Number((paths[i] as string).slice(-10));
     // Bounded: each pass waits for one change in this queue, or ends the call.
     for (let failures = 0; ;) {
       let woke: 'changed' | 'expired';
       try {
-        sentAt = monotonicNow();
-        const names = await store.children(queue.path);
+        let names = looked;
+        looked = undefined;
+        if (names === undefined) {
+          sentAt = monotonicNow();
+          names = await store.children(queue.path);
+        }
         const all = ordered(names ?? []);
         if (!all.some((c) => c.seq === mine)) return 'expired'; // our znode is gone: the session ended
         const inWay = blocker(
@@ -259,21 +284,23 @@ export function watchLoss(store: ZooKeeperStore, grant: ZooKeeperGrant, lost: (r
   };
 }
 
-/** Deletes `paths` and, where that left a queue empty, the queue's znode; how many were there. */
+/**
+ * Deletes `paths`; how many were there. A queue this leaves empty stays for the sweep (sweep.ts): deleting it
+ * here would cost a write now and another when the resource is next locked, and the sweep deletes it anyway.
+ */
 async function removeAll(store: ZooKeeperStore, paths: readonly string[]): Promise<number> {
   const removed = await Promise.all(paths.map((p) => store.remove(p)));
-  await Promise.all(paths.map((p) => store.removeIfEmpty(p.slice(0, p.lastIndexOf('/'))).catch(() => undefined)));
   return removed.filter(Boolean).length;
 }
 
-/** Deletes every znode of ours (by the token in its name) in `queues`; how many were there. */
-async function removeOurs(store: ZooKeeperStore, queues: readonly Queue[], token: string): Promise<number> {
+/** Deletes every znode of ours (by the protection id in its name) in `queues`; how many were there. */
+async function removeOurs(store: ZooKeeperStore, queues: readonly Queue[], protectedId: string): Promise<number> {
   const counts = await Promise.all(
     queues.map(async (q) => {
       const names = (await store.children(q.path)) ?? [];
       return removeAll(
         store,
-        names.filter((n) => n.includes(`-${token}-`)).map((n) => `${q.path}/${n}`),
+        names.filter((n) => isOurs(n, protectedId)).map((n) => `${q.path}/${n}`),
       );
     }),
   );

@@ -177,15 +177,27 @@ export class ZooKeeperStore {
     return session;
   }
 
-  /** Creates the persistent znodes of `path` that are missing (the queue's parent), and `path` itself. */
-  async ensurePath(path: string): Promise<void> {
-    await this.#call('create a queue', (c, done) => c.mkdirp(path, done));
+  /**
+   * Creates the queue's znode `path` (persistent, empty), and its parent, the root, when that is missing too:
+   * one write when the root is there, as it nearly always is. Already there (another acquire made it) is fine.
+   */
+  async createQueue(path: string): Promise<void> {
+    const create = (p: string): Promise<boolean> =>
+      this.#unless(
+        [NODE_EXISTS],
+        true,
+        this.#call<boolean>('create a queue', (c, done) => c.create(p, (error) => done(error, true))),
+      );
+    const made = await this.#unless([NO_NODE], false, create(path));
+    if (made) return;
+    await create(path.slice(0, path.lastIndexOf('/')));
+    await create(path);
   }
 
   /**
    * Creates every node of `nodes` in one transaction (all or none), ephemeral and sequential, each holding
-   * `data`; resolves with the paths created (their sequence numbers appended), or null when a parent is gone
-   * (a release deleted its empty queue meanwhile).
+   * `data`; resolves with the paths created (their sequence numbers appended), or null when a parent is
+   * missing (never made, or a sweep deleted it).
    */
   async createSequential(nodes: readonly string[], data: Buffer): Promise<string[] | null> {
     const EPHEMERAL_SEQUENTIAL = 3;
@@ -193,6 +205,8 @@ export class ZooKeeperStore {
       [NO_NODE],
       null,
       this.#call<Array<{ path: string }>>('enqueue', (c, done) => {
+        // One znode: a plain create, which the ensemble handles with less work than a one-op transaction.
+        if (nodes.length === 1) return c.create(nodes[0] as string, data, EPHEMERAL_SEQUENTIAL, (error, path) => done(error, [{ path }]));
         const tx = c.transaction();
         for (const node of nodes) tx.create(node, data, EPHEMERAL_SEQUENTIAL);
         tx.commit(done);
