@@ -229,6 +229,23 @@ export class ZooKeeperStore {
     );
   }
 
+  /**
+   * The children's names and the queue's `pzxid` (the zxid of the last child created or deleted in it: its
+   * stat comes with the list), or null when the queue does not exist. With `onChange`, a one-shot watch.
+   */
+  list(path: string, onChange?: () => void): Promise<{ names: string[]; pzxid: bigint } | null> {
+    return this.#unless(
+      [NO_NODE],
+      null,
+      this.#call('read a queue', (c, done) => {
+        const answer = (error: unknown, names?: string[], stat?: Stat): void =>
+          done(error, error ? undefined : { names: names ?? [], pzxid: zxid(stat!.pzxid) });
+        if (onChange) c.getChildren(path, onChange, answer);
+        else c.getChildren(path, answer);
+      }),
+    );
+  }
+
   /** The znode's data and stat, or null when it does not exist. */
   read(path: string): Promise<{ data: string; stat: Stat } | null> {
     return this.#unless(

@@ -1,6 +1,6 @@
 // What is particular to the ZooKeeper backend (the shared API contract is in test/contract/): options that
 // only mean something for Redis, errors of an unreachable ensemble, loss signalled at once, FIFO waiting,
-// names that cannot collide, the fence as the lock znode's creation zxid, and nothing left behind (also by
+// names that cannot collide, the fence as a zxid of the ensemble's log, and nothing left behind (also by
 // a holder that crashed).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -128,11 +128,12 @@ describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper
     const info = await a.inspect(resource);
     assert.equal(info.nodes[0]?.waiters, 2);
     assert.equal(info.holder, held.value);
-    assert.equal(info.fence, held.fence);
+    assert.ok(info.fence >= held.fence, 'inspect’s fence: the queue’s last change, at least the holder’s');
     assert.equal(info.nodes[0]?.remaining, -1, 'held until released or its session ends');
     await held.release();
     const lb = await first;
     assert.ok(lb.fence > held.fence);
+    assert.ok(lb.fence > info.fence, 'every later holder’s fence exceeds what inspect reported');
     await lb.release();
     const lc = await second;
     assert.ok(lc.fence > lb.fence);
@@ -241,14 +242,25 @@ describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper
     }
   });
 
-  test('the fence is the creation zxid: it keeps rising when a queue is deleted and created again', async () => {
+  test('the fence is a zxid of the queue’s changes: it keeps rising when a queue is deleted and created again', async () => {
     const locks = manager();
     const fences: bigint[] = [];
-    for (let i = 0; i < 4; i++) {
-      const lock = await locks.acquire('recreated');
-      fences.push(lock.fence);
-      await lock.release(); // the queue znode goes with it: its sequence numbers start over next time
+    const sequences: string[] = [];
+    const client = zookeeper.createClient(ensemble.connectionString);
+    client.connect();
+    try {
+      for (let i = 0; i < 4; i++) {
+        const lock = await locks.acquire('recreated');
+        fences.push(lock.fence);
+        sequences.push(...((await childrenOf('/fencelock/recreated')) ?? []).map((n) => n.slice(-10)));
+        await lock.release();
+        // As a sweep would: the empty queue is deleted, so its sequence numbers start over next time.
+        await new Promise<void>((resolve, reject) => client.remove('/fencelock/recreated', -1, (e) => (e ? reject(e) : resolve())));
+      }
+    } finally {
+      client.close();
     }
+    assert.deepEqual(sequences, Array(4).fill('0000000000'), 'every holder had sequence number 0');
     for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fences ${fences.join(', ')}`);
   });
 
