@@ -6,6 +6,7 @@
 // fencelock used Curator's names, Curator took a held lock within 100 ms).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import zookeeper from 'node-zookeeper-client';
 import { LockManager, type Lock } from '../../src/index.js';
 import { startZooKeeperEnsemble, type LocalZooKeeperEnsemble } from '../../src/testing/index.js';
@@ -21,6 +22,16 @@ import { eventually } from '../support/harness.js';
 import { requireZooKeeper } from '../support/optional.js';
 
 const skip = requireZooKeeper('ZooKeeper (Curator interop)') || requireCurator('javac and Apache Curator (Curator interop)');
+
+test('docs/zookeeper.md shows the Java program the tests run: every line of its excerpt is in CuratorLock.java', () => {
+  const doc = readFileSync('docs/zookeeper.md', 'utf8');
+  const excerpt = /```java\n([\s\S]*?)```/.exec(doc)?.[1];
+  assert.ok(excerpt, 'a java block in docs/zookeeper.md');
+  const source = readFileSync('test/zookeeper/curator/CuratorLock.java', 'utf8');
+  const lines = excerpt.split('\n').filter((l) => l.trim() !== '' && l.trim() !== '…');
+  assert.ok(lines.length >= 8);
+  for (const line of lines) assert.ok(source.includes(line), `not in CuratorLock.java: ${line}`);
+});
 
 describe('zookeeper: shared with Curator’s InterProcessMutex and InterProcessReadWriteLock', { skip }, () => {
   let ensemble: LocalZooKeeperEnsemble;
