@@ -6,7 +6,7 @@ import { inspectOneNode } from '../consensus-call.js';
 import { rejectRedisOnlyOptions, type LockManagerOptions, type ResolvedManagerOptions } from '../options.js';
 import { mutexQueue, ordered, rootOf, rwQueue, semaphoreQueue, type Queue } from './queue.js';
 import { acquire, extend, release, watchLoss, type Hold, type ZooKeeperGrant } from './recipe.js';
-import { zxid, ZooKeeperStore, type ZooKeeperInput } from './store.js';
+import { ZooKeeperStore, type ZooKeeperInput } from './store.js';
 import { startSweeping, sweepPeriod } from './sweep.js';
 
 /**
@@ -57,7 +57,8 @@ export class ZooKeeperBackend implements Backend {
   inspect(resource: string): Promise<LockInfo> {
     const queue = mutexQueue(this.#root, resource);
     return inspectOneNode(resource, this.#store.name, async () => {
-      const children = ordered((await this.#store.children(queue.path)) ?? []);
+      const look = await this.#store.list(queue.path);
+      const children = ordered(look?.names ?? []);
       const first = children[0];
       const holder = first ? await this.#store.read(`${queue.path}/${first.name}`) : null;
       return {
@@ -65,7 +66,8 @@ export class ZooKeeperBackend implements Backend {
         // The holder's lease is its session, which only its own client sees: held until released or that session ends.
         remaining: holder ? -1 : 0,
         waiters: Math.max(0, children.length - 1),
-        fence: holder ? zxid(holder.stat.czxid) : 0n,
+        // The queue's last change: at least the holder's fence, and less than every later holder's (recipe.ts, takeTurn).
+        fence: holder && look ? look.pzxid : 0n,
       };
     });
   }

@@ -1,23 +1,28 @@
 // Curator's lock recipe (InterProcessMutex), for one or several queues at once:
 //
-//   1. enqueue        one transaction creates an ephemeral sequential znode in every queue (the queues'
-//                     parents are created first if missing), owned by our session, holding our owner token
-//   2. fence          our znode's creation zxid: ensemble-wide, strictly increasing (a queue's sequence
-//                     numbers start over when its parent is re-created, so they are no fence)
-//   3. wait (turn)    per queue, watch the znode just before ours until none is in the way (FIFO: one
-//                     release wakes one waiter); the session keeps our place meanwhile
+//   1. enqueue        one transaction creates an ephemeral sequential znode in every queue, owned by our
+//                     session, holding our owner token, named as Curator names its own (queue.ts); a queue's
+//                     znode is created only when that fails for want of it (Curator's
+//                     creatingParentContainersIfNeeded): a queue in use costs no write of its own. The
+//                     first look at the queue is sent with the create: one round trip for both
+//   2. wait (turn)    per queue, watch the znode in our way until none is (FIFO: one release wakes one
+//                     waiter); the session keeps our place meanwhile
+//   3. fence          the zxid of the queue's last change as seen by the look that let us through: from the
+//                     ensemble's log, strictly increasing per resource, no write of its own (takeTurn)
 //
 // The lease is the session: our znodes live as long as it does. A lock is valid from the last round trip
 // that found its znodes, for the session's timeout (the ensemble cannot end the session sooner after hearing
-// from us), less a drift allowance. Release deletes the znodes (and the queue's parent when it is empty).
+// from us), less a drift allowance. Release deletes our znodes; the queue's znode, once empty, is left to the
+// sweep (sweep.ts), so the next acquire of a busy resource finds it there.
 import type { Grant, RetryInfo, WaitResult } from '../backend.js';
+import { randomUUID } from 'node:crypto';
 import { monotonicNow } from '../clock.js';
 import { callClock, pauseAfterFailure, TOO_SLOW, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
 import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
-import { blocker, nodePrefix, ordered, type Child, type Queue } from './queue.js';
-import { zxid, type Session, type ZooKeeperStore } from './store.js';
+import { blocker, isOurs, nodePrefix, ordered, type Child, type Queue } from './queue.js';
+import type { Session, ZooKeeperStore } from './store.js';
 
 /** What a lease loses to the servers' clocks running fast: the Redis default's allowance (not an option here). */
 const DRIFT_FACTOR = 0.01;
@@ -39,8 +44,10 @@ interface Call extends CallClock {
   readonly store: ZooKeeperStore;
   readonly hold: Hold;
   readonly onRetry: (info: RetryInfo) => void;
-  /** this call's owner token: the data of its znodes, and part of their names */
+  /** this call's owner token: the data of its znodes */
   readonly token: string;
+  /** this call's protection id (a random UUID, as Curator's): in its znodes' names, to find them after a lost answer */
+  readonly protectedId: string;
 }
 
 /** The QuorumError for a failed step; the manager hears of the failure too (its nodeError event). */
@@ -64,11 +71,11 @@ export function acquire(
   signal: AbortSignal,
   onRetry: (info: RetryInfo) => void,
 ): Promise<WaitResult> {
-  const call: Call = { ...callClock(o, signal), store, hold, onRetry, token: randomHex(18) };
+  const call: Call = { ...callClock(o, signal), store, hold, onRetry, token: randomHex(18), protectedId: randomUUID() };
   return untilGranted({ ...call, resources: hold.resources }, () => attempt(call));
 }
 
-/** One pass: our znodes, our fence, our turn. Why not, when it ended without a grant to keep (start over). */
+/** One pass: our znodes, our turn, our fence. Why not, when it ended without a grant to keep (start over). */
 async function attempt(call: Call): Promise<ZooKeeperGrant | string> {
   const { store, hold, o } = call;
   let session: Session;
@@ -79,11 +86,11 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | string> {
   }
   // Nobody waits behind a caller that gave up; a znode whose create answer was lost is found by its name.
   const cleanUp = (): Promise<number> =>
-    removeForSure(store, session.id, () => removeOurs(store, hold.queues, call.token), 'dequeue', hold.resources);
+    removeForSure(store, session.id, () => removeOurs(store, hold.queues, call.protectedId), 'dequeue', hold.resources);
   try {
-    const paths = await enqueue(store, hold.queues, call.token);
-    const fence = await fenceOf(store, paths, hold.resources);
-    const turn = await takeTurn(call, session, paths);
+    const sentAt = monotonicNow();
+    const { paths, firstLook } = await enqueue(store, hold.queues, call);
+    const turn = await takeTurn(call, session, paths, { sentAt, look: firstLook });
     if (turn === 'expired') {
       await cleanUp();
       return 'its session expired while it waited';
@@ -91,7 +98,7 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | string> {
     const grant: ZooKeeperGrant = {
       resources: hold.resources,
       token: call.token,
-      fence,
+      fence: turn.fence,
       ttl: Math.min(o.ttl, session.timeout),
       validUntil: validFrom(turn.sentAt, o.ttl, session.timeout),
       paths,
@@ -109,50 +116,76 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | string> {
   }
 }
 
+/** How many times in a row an acquire makes its queues' znodes again before the pass counts as failed. */
+const MAX_QUEUE_MAKES = 5;
+
+/** A look at a queue: its children, and the zxid of its last change (`pzxid`). */
+type Look = { names: string[]; pzxid: bigint } | null;
+
 /**
- * Step 1: the queues' parents, then our znode in every queue in one transaction. A parent deleted between the
- * two (a release or a sweep found it empty: sweep.ts) fails the create with NO_NODE: made again, and again.
+ * Step 1: our znode in every queue, in one transaction, and the first queue's children with it: both sent at
+ * once, one round trip (ZooKeeper answers a session's requests in order, so the list already holds our
+ * znode). When a queue's znode is missing (never made, or a sweep found it empty: sweep.ts) the create fails
+ * with NO_NODE: the queues are made, and the create sent again; a sweep may delete a queue between the two,
+ * so again, a bounded number of times.
  */
-async function enqueue(store: ZooKeeperStore, queues: readonly Queue[], token: string): Promise<string[]> {
-  for (let tries = 1; ; tries++) {
-    await Promise.all(queues.map((q) => store.ensurePath(q.path)));
-    const paths = await store.createSequential(
-      queues.map((q) => nodePrefix(q, token)),
-      Buffer.from(token),
-    );
-    if (paths) return paths;
-    if (tries >= 5) throw new NodeError(store.name, 'could not enqueue: its queue was deleted under it 5 times in a row');
+async function enqueue(store: ZooKeeperStore, queues: readonly Queue[], call: Call): Promise<{ paths: string[]; firstLook: Look }> {
+  const names = queues.map((q) => nodePrefix(q, call.protectedId));
+  for (let made = 0; ; made++) {
+    const [paths, firstLook] = await Promise.all([
+      store.createSequential(names, Buffer.from(call.token)),
+      store.list((queues[0] as Queue).path),
+    ]);
+    if (paths) return { paths, firstLook };
+    if (made >= MAX_QUEUE_MAKES)
+      throw new NodeError(store.name, `could not enqueue: its queue was deleted under it ${MAX_QUEUE_MAKES} times in a row`);
+    await Promise.all(queues.map((q) => store.createQueue(q.path)));
   }
 }
 
-/** Step 2: the zxid that created our znodes (one transaction: one zxid for all). */
-async function fenceOf(store: ZooKeeperStore, paths: readonly string[], resources: readonly string[]): Promise<bigint> {
-  const stat = await store.exists(paths[0] as string);
-  if (!stat)
-    throw quorumError(resources, 'acquire', store, new NodeError(store.name, 'our znode vanished before the turn (session expired)'));
-  return zxid(stat.czxid);
-}
-
-/** Step 3: until nothing is in our way in any queue. `sentAt`: the last round trip that found us in line. */
-async function takeTurn(call: Call, session: Session, paths: readonly string[]): Promise<{ sentAt: number } | 'expired'> {
+/**
+ * Step 2: until nothing is in our way in any queue. `sentAt`: the last round trip that found us in line.
+ * `firstLook`: the first queue's children, read with the create (and when that was sent).
+ *
+ * The fence: the greatest `pzxid` (the zxid of the queue's last child created or deleted) among the looks
+ * that let us through, one per queue. Every earlier holder's znode was created before that look and was gone
+ * by it (or its deletion is the look's pzxid), so every earlier holder looked before a zxid this one is at
+ * least; every later holder looks after our znode's deletion, a later zxid still. Strictly increasing per
+ * resource, from the ensemble's log, with no write of its own (docs/fencing.md).
+ */
+async function takeTurn(
+  call: Call,
+  session: Session,
+  paths: readonly string[],
+  firstLook: { sentAt: number; look: Look },
+): Promise<{ sentAt: number; fence: bigint } | 'expired'> {
   const { store, hold, o } = call;
   let retries = 0;
-  let sentAt = monotonicNow();
+  let sentAt = firstLook.sentAt;
+  let fence = 0n;
+  let looked: Look | undefined = firstLook.look;
   for (const [i, queue] of hold.queues.entries()) {
     const mine = Number((paths[i] as string).slice(-10));
     // Bounded: each pass waits for one change in this queue, or ends the call.
     for (let failures = 0; ;) {
       let woke: 'changed' | 'expired';
       try {
-        sentAt = monotonicNow();
-        const names = await store.children(queue.path);
-        const all = ordered(names ?? []);
-        if (!all.some((c) => c.seq === mine)) return 'expired'; // our znode is gone: the session ended
+        let look = looked;
+        looked = undefined;
+        if (look === undefined) {
+          sentAt = monotonicNow();
+          look = await store.list(queue.path);
+        }
+        const all = ordered(look?.names ?? []);
+        if (!look || !all.some((c) => c.seq === mine)) return 'expired'; // our znode is gone: the session ended
         const inWay = blocker(
           queue,
           all.filter((c) => c.seq < mine),
         );
-        if (inWay === null) break;
+        if (inWay === null) {
+          if (look.pzxid > fence) fence = look.pzxid;
+          break;
+        }
         if (o.timeout === 0) throw new LockTimeoutError(hold.resources, 0, 'held by others');
         woke = await waitForChange(call, session, queue, inWay);
       } catch (error) {
@@ -166,7 +199,7 @@ async function takeTurn(call: Call, session: Session, paths: readonly string[]):
       call.onRetry({ resources: hold.resources, attempt: ++retries, reason: 'notified', waited: monotonicNow() - call.started });
     }
   }
-  return { sentAt };
+  return { sentAt, fence };
 }
 
 /**
@@ -259,21 +292,23 @@ export function watchLoss(store: ZooKeeperStore, grant: ZooKeeperGrant, lost: (r
   };
 }
 
-/** Deletes `paths` and, where that left a queue empty, the queue's znode; how many were there. */
+/**
+ * Deletes `paths`; how many were there. A queue this leaves empty stays for the sweep (sweep.ts): deleting it
+ * here would cost a write now and another when the resource is next locked, and the sweep deletes it anyway.
+ */
 async function removeAll(store: ZooKeeperStore, paths: readonly string[]): Promise<number> {
   const removed = await Promise.all(paths.map((p) => store.remove(p)));
-  await Promise.all(paths.map((p) => store.removeIfEmpty(p.slice(0, p.lastIndexOf('/'))).catch(() => undefined)));
   return removed.filter(Boolean).length;
 }
 
-/** Deletes every znode of ours (by the token in its name) in `queues`; how many were there. */
-async function removeOurs(store: ZooKeeperStore, queues: readonly Queue[], token: string): Promise<number> {
+/** Deletes every znode of ours (by the protection id in its name) in `queues`; how many were there. */
+async function removeOurs(store: ZooKeeperStore, queues: readonly Queue[], protectedId: string): Promise<number> {
   const counts = await Promise.all(
     queues.map(async (q) => {
       const names = (await store.children(q.path)) ?? [];
       return removeAll(
         store,
-        names.filter((n) => n.includes(`-${token}-`)).map((n) => `${q.path}/${n}`),
+        names.filter((n) => isOurs(n, protectedId)).map((n) => `${q.path}/${n}`),
       );
     }),
   );

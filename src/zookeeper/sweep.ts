@@ -1,16 +1,18 @@
-// The sweep that keeps what fencelock leaves in ZooKeeper bounded. A release deletes its queue's znode when
-// that left it empty, but a holder or waiter whose session ended (a crash, an expiry) releases nothing: the
-// ensemble deletes its ephemeral znodes and the empty queue stays. Container znodes (ZooKeeper >= 3.5) would
-// have the ensemble delete it, but node-zookeeper-client only sends a plain create (the container mode, 4,
-// passed through it makes a persistent znode), so every manager sweeps its root instead.
+// The sweep that keeps what fencelock leaves in ZooKeeper bounded. A queue's znode is made by the first acquire
+// that finds it missing and stays while the resource is in use; a release leaves it (deleting it would cost a
+// write now and another at the next acquire), and so does a holder or waiter whose session ended (a crash, an
+// expiry): the ensemble deletes its ephemeral znodes, not their queue. Every manager sweeps its root instead,
+// deleting the queues it finds empty. Container znodes (ZooKeeper >= 3.5, what Curator makes) would have the
+// ensemble delete them, but node-zookeeper-client only sends a plain create (the container mode, 4, passed
+// through it makes a persistent znode).
 //
-// Safe against an acquire racing it: a queue deleted between an acquire's mkdirp and its create makes the
-// create fail with NO_NODE, and the acquire makes the queue again (recipe.ts, enqueue). A queue with a holder
-// or a waiter is never deleted: ZooKeeper refuses to delete a znode that has children.
+// Safe against an acquire racing it: a queue deleted before an acquire's create makes the create fail with
+// NO_NODE, and the acquire makes the queue again (recipe.ts, enqueue). A queue with a holder or a waiter is
+// never deleted: ZooKeeper refuses to delete a znode that has children.
 import type { ZooKeeperStore } from './store.js';
 
 /** At most this many queues looked at per sweep (the next sweep goes on from there), this many at a time. */
-const SWEEP_LIMIT = 500;
+export const SWEEP_LIMIT = 2_000;
 const SWEEP_BATCH = 20;
 
 /** How often a manager sweeps: every `ttl` (its session's timeout), between 1 s and 60 s. */

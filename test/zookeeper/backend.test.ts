@@ -1,13 +1,13 @@
 // What is particular to the ZooKeeper backend (the shared API contract is in test/contract/): options that
 // only mean something for Redis, errors of an unreachable ensemble, loss signalled at once, FIFO waiting,
-// names that cannot collide, the fence as the lock znode's creation zxid, and nothing left behind (also by
+// names that cannot collide, the fence as a zxid of the ensemble's log, and nothing left behind (also by
 // a holder that crashed).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import zookeeper from 'node-zookeeper-client';
 import { InvalidArgumentError, LockLostError, LockManager, QuorumError, type NodeErrorEvent } from '../../src/index.js';
 import { startZooKeeperEnsemble, type LocalZooKeeperEnsemble } from '../../src/testing/index.js';
-import { abortedWithin } from '../support/harness.js';
+import { abortedWithin, eventually } from '../support/harness.js';
 import { startLeaseHolder } from '../support/child.js';
 import { requireZooKeeper } from '../support/optional.js';
 
@@ -128,11 +128,12 @@ describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper
     const info = await a.inspect(resource);
     assert.equal(info.nodes[0]?.waiters, 2);
     assert.equal(info.holder, held.value);
-    assert.equal(info.fence, held.fence);
+    assert.ok(info.fence >= held.fence, 'inspect’s fence: the queue’s last change, at least the holder’s');
     assert.equal(info.nodes[0]?.remaining, -1, 'held until released or its session ends');
     await held.release();
     const lb = await first;
     assert.ok(lb.fence > held.fence);
+    assert.ok(lb.fence > info.fence, 'every later holder’s fence exceeds what inspect reported');
     await lb.release();
     const lc = await second;
     assert.ok(lc.fence > lb.fence);
@@ -151,13 +152,19 @@ describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper
     await Promise.all([...held, sem].map((l) => l?.release()));
   });
 
-  test('nothing is left behind: a released resource’s queue znode is deleted, so what is kept stays bounded', async () => {
-    const locks = new LockManager(ensemble.url, { ttl: 4_000, keyPrefix: 'bounded:' });
+  test('nothing is left behind: a released resource’s queue znode is swept within one sweep period, so what is kept stays bounded', async (t) => {
+    // ttl 2 s: this manager sweeps its root every 2 s (sweep.ts)
+    const locks = new LockManager(ensemble.url, { ttl: 2_000, keyPrefix: 'bounded:' });
     managers.push(locks);
     for (let i = 0; i < 40; i++) await (await locks.acquire(`r-${i}`)).release();
     const sem = await locks.semaphore('s', { limit: 2 }).acquire();
     await sem.release();
-    assert.deepEqual(await childrenOf('/bounded'), []);
+    const releasedAt = performance.now();
+    // A release leaves its queue for the sweep: the next acquire of a busy resource finds it there.
+    assert.ok(((await childrenOf('/bounded')) ?? []).length > 0, 'the queues are still there right after the releases');
+    // Bounded: one sweep period (2 s) and the sweep itself, looked at every 100 ms.
+    await eventually(async () => (await childrenOf('/bounded'))?.length === 0, 6_000, 100);
+    t.diagnostic(`every queue swept ${Math.round(performance.now() - releasedAt)} ms after the last release`);
   });
 
   test('a holder that crashed: its session expires, a sweep deletes the queue it left empty, acquires go on meanwhile', async (t) => {
@@ -205,19 +212,22 @@ describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper
     }
   });
 
-  test('a queue deleted between an acquire’s mkdirp and its create (by a sweep or a release) is made again: tryAcquire is granted', async () => {
+  test('a queue deleted between an acquire’s making it and its create (by a sweep) is made again: tryAcquire is granted', async () => {
     const client = zookeeper.createClient(ensemble.connectionString, { sessionTimeout: 4_000 });
-    // The first 3 mkdirps of the queue are each followed by its deletion, as another manager's sweep would do.
+    // The first 3 creates of the queue's znode are each followed by its deletion, as another manager's sweep would do.
     let races = 3;
+    const queue = '/fencelock/raced';
     type Done = (error: unknown, path?: string) => void;
-    const mkdirp = client.mkdirp.bind(client) as (path: string, done: Done) => void;
+    const create = client.create.bind(client) as (path: string, ...rest: unknown[]) => void;
     Object.assign(client, {
-      mkdirp: (path: string, done: Done) =>
-        mkdirp(path, (error, made) => {
-          if (error || races <= 0) return done(error, made);
+      create: (path: string, ...rest: unknown[]) => {
+        const done = rest.pop() as Done;
+        create(path, ...rest, (error: unknown, made?: string) => {
+          if (error || path !== queue || races <= 0) return done(error, made);
           races--;
           client.remove(path, -1, (removeError) => done(removeError, made));
-        }),
+        });
+      },
     });
     const locks = new LockManager(client, { ttl: 4_000 });
     client.connect();
@@ -232,14 +242,25 @@ describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper
     }
   });
 
-  test('the fence is the creation zxid: it keeps rising when a queue is deleted and created again', async () => {
+  test('the fence is a zxid of the queue’s changes: it keeps rising when a queue is deleted and created again', async () => {
     const locks = manager();
     const fences: bigint[] = [];
-    for (let i = 0; i < 4; i++) {
-      const lock = await locks.acquire('recreated');
-      fences.push(lock.fence);
-      await lock.release(); // the queue znode goes with it: its sequence numbers start over next time
+    const sequences: string[] = [];
+    const client = zookeeper.createClient(ensemble.connectionString);
+    client.connect();
+    try {
+      for (let i = 0; i < 4; i++) {
+        const lock = await locks.acquire('recreated');
+        fences.push(lock.fence);
+        sequences.push(...((await childrenOf('/fencelock/recreated')) ?? []).map((n) => n.slice(-10)));
+        await lock.release();
+        // As a sweep would: the empty queue is deleted, so its sequence numbers start over next time.
+        await new Promise<void>((resolve, reject) => client.remove('/fencelock/recreated', -1, (e) => (e ? reject(e) : resolve())));
+      }
+    } finally {
+      client.close();
     }
+    assert.deepEqual(sequences, Array(4).fill('0000000000'), 'every holder had sequence number 0');
     for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fences ${fences.join(', ')}`);
   });
 
