@@ -16,7 +16,12 @@ export interface RunArgs {
   modes: Mode[];
   /** --quick without --libraries or --modes: the smoke run's cells only (smoke.ts) */
   smokePlan: boolean;
+  /** some of the run chosen (--libraries, --workloads, --modes): without --out it writes to PARTIAL_OUT, not docs/ */
+  partial: boolean;
 }
+
+/** Where a partial run writes without --out: a part of a run must not replace the docs page's full results. */
+export const PARTIAL_OUT = '.tmp/bench';
 
 const EXTERNAL_IDS = EXTERNAL_WORKLOADS.map((w) => w.id);
 
@@ -25,6 +30,7 @@ export const USAGE = `usage: node --import tsx bench/run.ts [--quick] [--out <di
   --quick       tiny counts and durations, the smoke run's cells (bench/smoke.ts); a smoke test, not a
                 measurement; without the previous release and without ${EXTERNAL_IDS.join(', ')}
   --out <dir>   write <date>.json, benchmarks.md and benchmarks.svg to <dir> instead of bench/results and docs/
+                (a --quick run, or one with --libraries, --workloads or --modes: to ${PARTIAL_OUT} unless --out says)
   workloads: ${[...WORKLOADS, ...EXTERNAL_IDS].join(', ')} (design: the design's table, on 3 nodes whatever
              --modes says; ${EXTERNAL_IDS.join(', ')}: a script of its own, run after the cells)
   libraries: ${LIBRARIES.map((l) => l.id).join(', ')}`;
@@ -45,6 +51,7 @@ export function parseArgs(argv: readonly string[]): RunArgs {
     external: [...EXTERNAL_IDS],
     modes: [...MODES],
     smokePlan: false,
+    partial: false,
   };
   let librariesChosen = false;
   let modesChosen = false;
@@ -77,6 +84,7 @@ export function parseArgs(argv: readonly string[]): RunArgs {
       process.exit(0);
     } else throw new Error(`unknown argument ${a}\n${USAGE}`);
   }
+  args.partial = librariesChosen || workloadsChosen || modesChosen;
   if (args.profile === 'quick') {
     if (!librariesChosen) args.libraries = SMOKE_LIBRARIES.map((l) => l.id);
     if (!workloadsChosen) args.external = [];

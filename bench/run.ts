@@ -10,7 +10,7 @@ import {
   type LocalRedisNodes,
   type LocalZooKeeperEnsemble,
 } from '../src/testing/index.js';
-import { parseArgs } from './args.js';
+import { PARTIAL_OUT, parseArgs } from './args.js';
 import { previousEntry } from './previous.js';
 import { commonSettings, ETCD_MEMBERS, MODE_LABEL, NODE_COUNT, PROFILES, ZOOKEEPER_CONFIG, ZOOKEEPER_SERVERS } from './config.js';
 import { externalWorkload, runExternal } from './external.js';
@@ -109,6 +109,8 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const args = parseArgs(argv);
   const profile = PROFILES[args.profile];
+  // a part of a run (or a smoke run) must not replace the docs page's full results
+  const outDir = args.outDir ?? (args.partial || args.profile === 'quick' ? PARTIAL_OUT : undefined);
   const started = performance.now();
   const startedAt = new Date();
 
@@ -208,7 +210,7 @@ async function main(): Promise<void> {
     if (stopping) throw new Error('stopped by a signal before every workload ran');
     const w = externalWorkload(id);
     console.log(`\n${w.title}: bench/${w.script}`);
-    const r = await runExternal(w, args.profile);
+    const r = await runExternal(w, args.profile, outDir !== undefined);
     external.push(r);
     console.log(r.status === 'ok' ? `${r.markdown ?? ''}\n(${(r.wallMs / 1000).toFixed(1)} s)` : `${id} ${r.status}: ${r.error ?? ''}`);
   }
@@ -232,7 +234,7 @@ async function main(): Promise<void> {
     ...(external.length > 0 ? { external } : {}),
     totalMs: performance.now() - started,
   };
-  const files = await writeOutputs(report, args.outDir);
+  const files = await writeOutputs(report, outDir);
   console.log(`\n${consoleSummary(report)}\n`);
   const failed = cells.filter((c) => c.status === 'failed').length + external.filter((e) => e.status === 'failed').length;
   console.log(

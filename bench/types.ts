@@ -125,7 +125,7 @@ export interface ExternalResult {
   title: string;
   command: string;
   status: CellStatus;
-  /** its stdout: markdown, put on the page as it is */
+  /** its stdout: markdown, put on the page as it is (absent for a workload that writes its own page) */
   markdown?: string;
   error?: string;
   wallMs: number;

@@ -5,6 +5,7 @@ import { firstLine } from './format.js';
 
 export function externalSections(report: RunReport): string {
   return (report.external ?? [])
+    .filter((e) => e.status !== 'ok' || e.markdown !== undefined) // the others wrote a page of their own
     .map((e) => {
       const body = e.status === 'ok' ? (e.markdown ?? '') : `${e.status === 'n/a' ? 'Not run' : '**Failed**'}: ${firstLine(e.error, 200)}`;
       return [`### ${e.title}`, '', `\`${e.command}\`${e.status === 'ok' ? `, ${Math.round(e.wallMs / 1000)} s` : ''}`, '', body].join(
