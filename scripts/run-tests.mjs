@@ -8,14 +8,18 @@ import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DURATIONS_FILE } from './test-durations.mjs';
 
-// Files run at once. Most files wait on servers, timers and child processes more than they compute, but their
-// timing-sensitive tests (leases of 1-3 s, fault injection) are what a third file would slow down: see
-// docs/testing notes in the report of issue 26 for the measurement behind this number.
+// Files run at once: one per core. Many files wait on servers, timers and child processes more than they
+// compute, so more might finish sooner on an idle machine, but their timing-sensitive tests (leases of 1-3 s,
+// fault injection) are what a starved core breaks first. To try another value, run the suite with
+// FENCELOCK_TEST_CONCURRENCY=3 and compare .tmp/test-durations.json with a run at 2.
 const CONCURRENCY = Number(process.env.FENCELOCK_TEST_CONCURRENCY ?? 2);
 
-// The longest files start first, so that the run does not end with one of them alone on one core while the
-// other idles (the rest follow in path order). Measured on this 2-core machine, 2026-11-26.
+// The longest files start first, longest first, so that the run does not end with one of them alone on one
+// core while the other idles (the rest follow in path order). Their times in a full run on this 2-core machine
+// (2026-11-26): chaos teeth about 75 s (three chaos runs of ~25 s), the model 69 s, the bench smoke run
+// ~45 s (was 224), node state 36 s, network faults 32 s, ZooKeeper faults 27 s.
 const START_FIRST = [
+  'test/chaos/teeth.test.ts',
   'test/model/model.test.ts',
   'test/bench/quick.test.ts',
   'test/faults/node-state.test.ts',
