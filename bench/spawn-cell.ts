@@ -1,5 +1,6 @@
-// Runs one cell in a fresh Node process with a time limit. The process leads its own process group, so a timeout
-// or Ctrl-C kills it together with any workers it started (W4), by that group's id only.
+// Runs cells in a fresh Node process (cell.ts) with a time limit: one cell per process in a full run, a
+// library's cells one after another in a --quick run (plan.ts). The process leads its own process group, so a
+// timeout or Ctrl-C kills it together with any workers it started (W4), by that group's id only.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { CellMessage } from './cell.js';
@@ -8,69 +9,92 @@ import type { CellResult, CellSpec } from './types.js';
 const CELL = fileURLToPath(new URL('./cell.ts', import.meta.url));
 const OUTPUT_TAIL = 2_000;
 
-let current: ChildProcess | undefined;
+const running = new Set<ChildProcess>();
 
-/** Kill the running cell's process group, if any (SIGINT/exit handlers of run.ts). */
-export function killCurrentCell(): void {
-  const pid = current?.pid;
-  if (pid === undefined || current?.exitCode !== null || current.signalCode !== null) return;
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // already gone
-  }
+/** A child that leads its own process group, killed with its group by killRunning() (Ctrl-C, exit). */
+export function trackChild(child: ChildProcess): void {
+  running.add(child);
 }
 
-export function runCell(spec: CellSpec, timeoutMs: number): Promise<CellResult> {
-  const started = performance.now();
-  const base = { workload: spec.workload, library: spec.library, mode: spec.mode };
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', CELL, JSON.stringify(spec)], {
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      detached: true,
-    });
-    current = child;
-    let output = '';
-    const keep = (d: Buffer): void => {
-      output = (output + d.toString('utf8')).slice(-OUTPUT_TAIL);
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
-    let message: CellMessage | undefined;
-    child.on('message', (m) => (message ??= m as CellMessage));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      killCurrentCell();
-    }, timeoutMs);
-    let finished = false;
-    const finish = (spawnError?: Error): void => {
-      if (finished) return;
-      finished = true;
-      clearTimeout(timer);
-      if (current === child) current = undefined;
-      killGroupLeftovers(child);
-      const wallMs = performance.now() - started;
-      if (message?.type === 'result') return resolve({ ...base, status: 'ok', wallMs, ...message.result });
-      const why = timedOut
-        ? `timed out after ${timeoutMs} ms`
-        : message?.type === 'error'
-          ? message.error
-          : (spawnError?.message ?? `cell process exited (code ${child.exitCode}, signal ${child.signalCode}) without a result`);
-      const tail = output.trim().split('\n').slice(-6).join('\n');
-      resolve({ ...base, status: 'failed', wallMs, error: tail && message?.type !== 'error' ? `${why}\n${tail}` : why });
-    };
-    child.once('error', (e) => finish(e));
-    child.once('close', () => finish()); // after 'exit' and after the last IPC message and output
-  });
+/** Forget a tracked child; `kill`: kill its group first (it may have left workers behind, or not be done). */
+export function untrackChild(child: ChildProcess, kill: boolean): void {
+  running.delete(child);
+  if (kill) killGroup(child);
 }
 
-/** A W4 cell that crashed may leave workers behind in its group: kill the group by its id. */
-function killGroupLeftovers(child: ChildProcess): void {
+/** Kill every running cell's (or external workload's) process group (SIGINT/exit handlers of run.ts). */
+export function killRunning(): void {
+  for (const child of running) killGroup(child);
+}
+
+function killGroup(child: ChildProcess): void {
   if (child.pid === undefined) return;
   try {
     process.kill(-child.pid, 'SIGKILL');
   } catch {
     // no process left in the group
   }
+}
+
+/**
+ * Runs `specs` in one process, in order; resolves one result per spec. A cell's wall time runs from the end of
+ * the one before it (the first: from the spawn), so a cell alone in its process is timed spawn to result.
+ */
+export function runCells(specs: readonly CellSpec[], timeoutMs: number): Promise<CellResult[]> {
+  let mark = performance.now();
+  const results: Array<CellResult | undefined> = specs.map(() => undefined);
+  const base = (i: number) => {
+    const { workload, library, mode, clients } = specs[i] as CellSpec;
+    return { workload, library, mode, ...(clients === undefined ? {} : { clients }) };
+  };
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', CELL, JSON.stringify(specs)], {
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      detached: true,
+    });
+    trackChild(child);
+    let output = '';
+    const keep = (d: Buffer): void => {
+      output = (output + d.toString('utf8')).slice(-OUTPUT_TAIL);
+    };
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    child.on('message', (raw) => {
+      const m = raw as CellMessage;
+      if (results[m.index] !== undefined) return;
+      const at = performance.now();
+      const wallMs = at - mark;
+      mark = at;
+      results[m.index] =
+        m.type === 'result'
+          ? { ...base(m.index), status: 'ok', wallMs, ...m.result }
+          : { ...base(m.index), status: 'failed', wallMs, error: m.error };
+    });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup(child);
+    }, timeoutMs);
+    let finished = false;
+    const finish = (spawnError?: Error): void => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      // a crashed W4 cell may have left workers behind in the group
+      untrackChild(child, true);
+      const why = timedOut
+        ? `timed out after ${timeoutMs} ms`
+        : (spawnError?.message ?? `cell process exited (code ${child.exitCode}, signal ${child.signalCode}) without a result`);
+      const tail = output.trim().split('\n').slice(-6).join('\n');
+      const missing = (i: number): CellResult => ({
+        ...base(i),
+        status: 'failed',
+        wallMs: i === results.findIndex((r) => r === undefined) ? performance.now() - mark : 0,
+        error: tail ? `${why}\n${tail}` : why,
+      });
+      resolve(results.map((r, i) => r ?? missing(i)));
+    };
+    child.once('error', (e) => finish(e));
+    child.once('close', () => finish()); // after 'exit' and after the last IPC message and output
+  });
 }

@@ -1,8 +1,12 @@
 // Types shared by the orchestrator (run.ts), the cell processes (cell.ts) and the reports.
 
-/** node 0 alone, all five Redis nodes, a local 3-member etcd cluster or a local 3-server ZooKeeper ensemble (the last two: fencelock only) */
-export type Mode = 'single' | 'redlock5' | 'etcd3' | 'zk3';
-export type WorkloadId = 'W1' | 'W2' | 'W3' | 'W4' | 'W5';
+/**
+ * node 0 alone, all five Redis nodes, a local 3-member etcd cluster or a local 3-server ZooKeeper ensemble (the
+ * last two: fencelock only); `redlock3`, nodes 0-2, is the design table's mode only.
+ */
+export type Mode = 'single' | 'redlock5' | 'etcd3' | 'zk3' | 'redlock3';
+/** W1-W5, and `design`: the design's throughput table (3 nodes, N clients each on its own key). */
+export type WorkloadId = 'W1' | 'W2' | 'W3' | 'W4' | 'W5' | 'design';
 export type ProfileName = 'full' | 'quick';
 
 /** What every library adapter offers a workload. A handle is whatever the library needs to release. */
@@ -31,11 +35,17 @@ export interface LibraryModule {
   create(ctx: LibraryContext): LockLibrary;
 }
 
-/** One (workload, library, mode) cell, as handed to a fresh cell process. */
-export interface CellSpec {
+/** Which cell: a (workload, library, mode), and for the design table its client count. */
+export interface CellId {
   workload: WorkloadId;
   library: string;
   mode: Mode;
+  /** design cells only: the concurrent clients, each on its own key */
+  clients?: number;
+}
+
+/** One cell, as handed to a cell process (full profile: a fresh process per cell; see plan.ts). */
+export interface CellSpec extends CellId {
   /** the nodes the library uses: node 0 alone (single), all five (redlock5), one etcd:// URL (etcd3) or one zk:// URL (zk3) */
   urls: string[];
   /** every node of the run: commands are counted over all of them */
@@ -86,25 +96,39 @@ export interface WorkloadResult {
 
 export type CellStatus = 'ok' | 'failed' | 'n/a';
 
-export interface CellResult extends Partial<WorkloadResult> {
-  workload: WorkloadId;
-  library: string;
-  mode: Mode;
+export interface CellResult extends Partial<WorkloadResult>, CellId {
   status: CellStatus;
   /** why it failed, or why it does not apply (n/a) */
   error?: string;
-  /** wall time of the whole cell process, spawn to exit */
+  /** wall time of the cell: spawn to exit of its process (a --quick batch: the cell's own part of it) */
   wallMs: number;
 }
 
 /** The workload parameters of a run (its profile's, see config.ts). */
 export interface WorkloadSettings {
   profile: ProfileName;
-  W1: { warmup: number; ops: number };
+  /** sequential acquire+release pairs every cell process (and W4 worker) runs before it measures; W1 times them (cold) */
+  warmupPairs?: number;
+  W1: { ops: number; warmup?: number };
   W2: { callers: number; durationMs: number };
   W3: { callers: number; holdMs: number; durationMs: number; drainMs: number };
   W4: { processes: number; callersPerProcess: number; holdMs: number; durationMs: number; drainMs: number };
-  W5: { locks: number; ttl: number; holdMs: number; concurrency: number };
+  /** heapSamples: full-GC heap samples 250 ms apart after the hold, the lowest counts (older runs: 5) */
+  W5: { locks: number; ttl: number; holdMs: number; concurrency: number; heapSamples?: number };
+  /** the design's table: `nodes` Redis nodes, each client count a cell; every client loops on its own key for durationMs */
+  design?: { nodes: number; clients: number[]; durationMs: number };
+}
+
+/** A workload run by a script of its own after the cells (bench/external.ts), e.g. the burst workload. */
+export interface ExternalResult {
+  id: string;
+  title: string;
+  command: string;
+  status: CellStatus;
+  /** its stdout: markdown, put on the page as it is (absent for a workload that writes its own page) */
+  markdown?: string;
+  error?: string;
+  wallMs: number;
 }
 
 export interface RunReport {
@@ -130,5 +154,7 @@ export interface RunReport {
     libraries: Record<string, Record<string, unknown>>;
   };
   cells: CellResult[];
+  /** workloads run by scripts of their own (bench/external.ts); absent in older runs */
+  external?: ExternalResult[];
   totalMs: number;
 }

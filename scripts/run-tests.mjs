@@ -1,10 +1,31 @@
 // Runs every test/**/*.test.ts file with Node's own test runner (through tsx).
-// Node 20's runner does not expand globs itself, hence this small launcher. The timeout is per file: the
-// longest, test/bench/quick.test.ts, ran 167 s alone and over 280 s beside the other files in CI.
+// Node 20's runner does not expand globs itself, hence this small launcher. The timeout is per file.
 // Extra arguments are passed through, e.g. `npm run test:only -- test/redis`.
+// At the end it prints each file's wall time, slowest first (scripts/test-durations.mjs; all of them in
+// .tmp/test-durations.json). FENCELOCK_TEST_CONCURRENCY sets how many files run at once (default below).
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { DURATIONS_FILE } from './test-durations.mjs';
+
+// Files run at once: one per core. Many files wait on servers, timers and child processes more than they
+// compute, so more might finish sooner on an idle machine, but their timing-sensitive tests (leases of 1-3 s,
+// fault injection) are what a starved core breaks first. To try another value, run the suite with
+// FENCELOCK_TEST_CONCURRENCY=3 and compare .tmp/test-durations.json with a run at 2.
+const CONCURRENCY = Number(process.env.FENCELOCK_TEST_CONCURRENCY ?? 2);
+
+// The longest files start first, longest first, so that the run does not end with one of them alone on one
+// core while the other idles (the rest follow in path order). Their times in a full run on this 2-core machine
+// (2026-11-26): chaos teeth about 75 s (three chaos runs of ~25 s), the model 69 s, the bench smoke run
+// ~45 s (was 224), node state 36 s, network faults 32 s, ZooKeeper faults 27 s.
+const START_FIRST = [
+  'test/chaos/teeth.test.ts',
+  'test/model/model.test.ts',
+  'test/bench/quick.test.ts',
+  'test/faults/node-state.test.ts',
+  'test/faults/network.test.ts',
+  'test/zookeeper/faults.test.ts',
+];
 
 function collect(path) {
   if (statSync(path).isFile()) return path.endsWith('.test.ts') ? [path] : [];
@@ -16,19 +37,60 @@ function collect(path) {
 const args = process.argv.slice(2);
 const roots = args.filter((a) => !a.startsWith('-'));
 const flags = args.filter((a) => a.startsWith('-'));
-const files = (roots.length > 0 ? roots : ['test']).flatMap(collect);
-if (files.length === 0) {
+const found = (roots.length > 0 ? roots : ['test']).flatMap(collect);
+if (found.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
+const files = [...START_FIRST.filter((f) => found.includes(f)), ...found.filter((f) => !START_FIRST.includes(f))];
+// Node's own default: spec on a terminal, TAP otherwise; the durations after it.
+const reporters = flags.some((f) => f.startsWith('--test-reporter'))
+  ? []
+  : [
+      `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`,
+      '--test-reporter-destination=stdout',
+      '--test-reporter=./scripts/test-durations.mjs',
+      '--test-reporter-destination=stdout',
+    ];
 spawnSync(process.execPath, ['scripts/embed-lua.mjs'], { stdio: 'inherit' });
+rmSync(DURATIONS_FILE, { force: true });
+const started = Date.now();
 const result = spawnSync(
   process.execPath,
   // --test-force-exit: a file whose tests have all ended exits then. Seen in full runs only: the etcd fault
   // file's suite passed and its process then lingered until the 330 s timeout, kept alive by something in
   // the gRPC client we could not pin down. That a process ends by itself after close() is fencelock's own
   // promise, and test/process-exit.test.ts checks it (Redis, etcd, ZooKeeper) in a child that is not forced.
-  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=600000', '--test-force-exit', ...flags, ...files],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    `--test-concurrency=${CONCURRENCY}`,
+    '--test-timeout=600000',
+    '--test-force-exit',
+    ...reporters,
+    ...flags,
+    ...files,
+  ],
   { stdio: 'inherit' },
 );
+printDurations(Date.now() - started);
 process.exit(result.status ?? 1);
+
+/** Each file's wall time, slowest first, and the run's: where the suite's time goes. */
+function printDurations(wallMs) {
+  let files;
+  try {
+    files = JSON.parse(readFileSync(DURATIONS_FILE, 'utf8')).files;
+  } catch {
+    return; // another reporter was asked for, or no file finished
+  }
+  const rows = Object.entries(files).sort((a, b) => b[1].ms - a[1].ms);
+  const shown = rows.slice(0, 25);
+  const sum = rows.reduce((s, [, r]) => s + r.ms, 0);
+  console.log(`\nTest files by wall time (the slowest ${shown.length} of ${rows.length}; all in ${DURATIONS_FILE}):`);
+  for (const [file, r] of shown) console.log(`${(r.ms / 1000).toFixed(1).padStart(7)} s  ${file}${r.passed ? '' : '  (failed)'}`);
+  console.log(
+    `${rows.length} files: ${(sum / 1000).toFixed(0)} s of file time in ${(wallMs / 1000).toFixed(0)} s of wall time, ${CONCURRENCY} at once`,
+  );
+}

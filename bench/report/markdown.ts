@@ -1,9 +1,13 @@
 // The results as markdown: one table per workload, the setup, and the docs page around them.
-import { MODE_LABEL, WORKLOADS } from '../config.js';
+import { WORKLOADS } from '../config.js';
 import { WORKLOAD_ENTRIES } from '../workloads/index.js';
 import type { CellResult, RunReport, WorkloadId } from '../types.js';
+import { placeLabel } from './cells.js';
+import { designTable } from './design.js';
+import { externalSections } from './external.js';
 import { firstLine, num } from './format.js';
 import { ratiosTable } from './ratios.js';
+import { targetsTable } from './targets.js';
 
 export const BEGIN = '<!-- bench:begin -->';
 export const END = '<!-- bench:end -->';
@@ -46,8 +50,10 @@ const contention: Column[] = [
 
 const COLUMNS: Record<WorkloadId, Column[]> = {
   W1: [
-    { head: 'acquire+release p50 ms', cell: m('pairP50Ms') },
+    { head: 'acquire+release p50 ms (warm)', cell: m('pairP50Ms') },
     { head: 'p99 ms', cell: m('pairP99Ms') },
+    { head: 'first pair ms (cold)', cell: m('firstPairMs') },
+    { head: 'first 100 mean ms', cell: m('first100MeanMs') },
     { head: 'acquire p50 ms', cell: m('acquireP50Ms') },
     { head: 'release p50 ms', cell: m('releaseP50Ms') },
     cmdsPerOp,
@@ -75,6 +81,16 @@ const COLUMNS: Record<WorkloadId, Column[]> = {
     { head: 'Redis cmds/lock', cell: (c) => num(c.commands?.perOp) },
     { head: 'client CPU µs/lock', cell: (c) => num(c.cpu?.perOpUs) },
   ],
+  design: [
+    { head: 'ops/s', cell: m('opsPerSec') },
+    { head: 'mean ms', cell: m('meanMs') },
+    { head: 'p50 ms', cell: m('p50Ms') },
+    { head: 'p99 ms', cell: m('p99Ms') },
+    errors,
+    cmdsPerOp,
+    cpuPerOp,
+    redisCpuPerOp,
+  ],
 };
 
 export function workloadTable(report: RunReport, workload: WorkloadId): string {
@@ -85,7 +101,7 @@ export function workloadTable(report: RunReport, workload: WorkloadId): string {
   const head = `| library | mode | ${cols.map((c) => c.head).join(' | ')} |`;
   const rule = `|---|---|${cols.map(() => '--:').join('|')}|`;
   const rows = cells.map((c) => {
-    const mode = MODE_LABEL[c.mode];
+    const mode = placeLabel(c);
     if (c.status !== 'ok') {
       const why = c.status === 'n/a' ? `n/a: ${c.error ?? 'no auto-extension'}` : `**failed**: ${firstLine(c.error).replace(/\|/g, '\\|')}`;
       return `| ${c.library} | ${mode} | ${why} |${cols
@@ -129,11 +145,24 @@ export function generatedSection(report: RunReport, chart: string): string {
     '',
     `![acquisitions/s and wait p99 under contention, W3 and W4, both modes](${chart})`,
     '',
-    ...[ratiosTable(report), ...WORKLOADS.map((id) => workloadTable(report, id))].flatMap((t) => (t ? [t, ''] : [])),
+    ...[
+      targetsTable(report),
+      ratiosTable(report),
+      designTable(report),
+      ...WORKLOADS.map((id) => workloadTable(report, id)),
+      externalSections(report),
+    ].flatMap((t) => (t ? [t, ''] : [])),
     '<details><summary>Library settings</summary>',
     '',
     settingsTable(report),
     '',
     '</details>',
   ].join('\n');
+}
+
+/** What bench/run.ts prints at the end: the targets, the ratios, the design's table, then every workload's table. */
+export function consoleSummary(report: RunReport): string {
+  return [targetsTable(report), ratiosTable(report), designTable(report), ...WORKLOADS.map((id) => workloadTable(report, id))]
+    .filter(Boolean)
+    .join('\n\n');
 }

@@ -11,8 +11,9 @@ ratios between libraries in one run, not as absolute figures.
 ## Running it
 
 \`\`\`sh
-npm run bench              # full run, about 7 minutes: bench/results/<date>.json, this page, benchmarks.svg
-node --import tsx bench/run.ts --quick --out /tmp/bench   # smoke run, tiny counts, writes only to /tmp/bench
+npm run bench              # full run: bench/results/<date>.json, this page, benchmarks.svg
+npm run bench -- --workloads design   # the design's table alone, into .tmp/bench/
+node --import tsx bench/run.ts --quick   # smoke run, tiny counts, into .tmp/bench/
 node --import tsx bench/run.ts --libraries fencelock/ioredis,raw-floor --workloads W3 --modes redlock5
 node --import tsx bench/render.ts bench/results/<date>.json   # rewrite this page's results and the chart
 \`\`\`
@@ -33,7 +34,9 @@ A cell that throws or hangs (it is killed after a time limit) is reported as fai
   script runs as well: an \`EVALSHA\` whose script calls \`GET\` and \`DEL\` counts 3. **Client CPU**:
   \`process.cpuUsage()\` of the cell process (W4: the sum over its worker processes) over the same window, per
   operation; it covers all threads of the process, so JIT compilation and garbage collection are included.
-- **W1** one caller, sequential acquire + release on fresh keys, after a warmup; latency of the pair.
+- **Every cell runs in a fresh Node process**: its library set up, 200 warm-up pairs, then the measured ones.
+- **W1** one caller, sequential acquire + release on fresh keys; latency of the pair. *Cold*: the process's
+  first pair and the mean of its first 100 (the warm-up, timed); *warm*: p50 and p99 of the pairs after them.
 - **W2** 64 concurrent callers, each on its own fresh keys, for 3 s; acquire + release pairs completed per second.
 - **W3** 16 callers in one process on ONE key: acquire, hold 1 ms, release, acquire again, for 4 s.
   *Wait*: from calling acquire to holding, for every acquire started in the window (callers still waiting at
@@ -45,6 +48,7 @@ A cell that throws or hangs (it is killed after a time limit) is reported as fai
 - **W4** as W3, but 4 processes × 4 callers. Every hold is timestamped with \`performance.timeOrigin +
   performance.now()\`, a clock all processes of the machine share, and the parent merges the holds of all
   processes to compute gaps and fairness.
+- **The design's table**: 3 nodes; 10, 50 and 100 clients each on a key of its own, 3 s; ops/s and mean latency.
 - **W5** 10,000 locks held at once for 5 s with the library's auto-extension running (ttl 3 s, so every
   library extends at least once; acquired with at most 256 acquisitions in flight): heap bytes per held lock (\`heapUsed\` after forced GC, held minus before,
   / 10,000) and the event-loop delay p99 during the hold (\`monitorEventLoopDelay\`). Libraries without

@@ -16,4 +16,10 @@ export const WORKLOAD_ENTRIES: Record<WorkloadId, WorkloadEntry> = {
   W3: { id: 'W3', title: 'W3 — contention in one process', inProcess: true, load: () => import('./w3-contention.js') },
   W4: { id: 'W4', title: 'W4 — contention across processes', inProcess: false, load: () => import('./w4-processes.js') },
   W5: { id: 'W5', title: 'W5 — memory with auto-extension', inProcess: true, load: () => import('./w5-memory.js') },
+  design: {
+    id: 'design',
+    title: 'design — 3 nodes, clients each on a key of their own',
+    inProcess: true,
+    load: () => import('./design.js'),
+  },
 };

@@ -118,7 +118,7 @@ export async function run(ctx: WorkloadContext): Promise<WorkloadResult> {
   await sleep(holdMs);
   eld.disable();
   const holdMetered = await holdMeter.stop();
-  const heapHeld = await quietestHeap();
+  const heapHeld = await quietestHeap(profile.w5.heapSamples ?? 5);
   const locksHeld = holding.held();
 
   holding.releaseAll();
