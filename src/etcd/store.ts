@@ -52,11 +52,13 @@ export function parseEtcdUrl(url: string): string[] {
 const WATCH_BACKOFF_MS = [100, 1_000] as const;
 
 /**
- * The most one attempt of a call may take, as a share of the call's deadline: a call that meets a stuck
+ * The most one attempt of a read may take, as a share of the call's deadline: a read that meets a stuck
  * member (a frozen one; a follower whose linearizable read was dropped during an election, which etcd 3.4
  * answers only after its own 7 s request timeout) moves on to another member while the call has time left.
+ * A write is given the whole call: every member forwards it to the one leader, and a slow write is a slow
+ * disk there, which another member cannot make faster (and a write that timed out may still apply).
  */
-const ATTEMPT_SHARE = 0.5;
+const READ_ATTEMPT_SHARE = 0.5;
 /** No attempt is started with less than this left of its call: it would only fail, and count against a healthy member. */
 const MIN_ATTEMPT_MS = 100;
 /** Attempts of one call at most (each on the next member etcd3 picks): bounded also when every one fails at once. */
@@ -133,33 +135,37 @@ export class EtcdStore {
 
   /** A lease of `seconds` (the server may grant more: its minimum); its id. */
   async grant(seconds: number): Promise<{ id: string; ttl: number }> {
-    const res = await this.#call('grant a lease', (c, o) => c.leaseClient.leaseGrant({ TTL: seconds }, o));
+    const res = await this.#call('grant a lease', (c, o) => c.leaseClient.leaseGrant({ TTL: seconds }, o), 'write');
     if (res.error) throw new NodeError(this.name, `lease grant refused: ${res.error}`);
     return { id: String(res.ID), ttl: Number(res.TTL) };
   }
 
   /** Renews the lease to its granted ttl; the ttl (s) left after renewal, 0 when the lease no longer exists. */
   async keepAlive(id: string): Promise<number> {
-    return this.#call('keep a lease alive', async (c, o) => {
-      const stream = await c.leaseClient.leaseKeepAlive(o);
-      try {
-        const res = await new Promise<{ TTL: string }>((resolve, reject) => {
-          stream.on('data', resolve);
-          stream.on('error', reject);
-          stream.on('end', () => reject(new Error('keep-alive stream ended')));
-          stream.write({ ID: id });
-        });
-        return Math.max(0, Number(res.TTL));
-      } finally {
-        stream.end();
-      }
-    });
+    return this.#call(
+      'keep a lease alive',
+      async (c, o) => {
+        const stream = await c.leaseClient.leaseKeepAlive(o);
+        try {
+          const res = await new Promise<{ TTL: string }>((resolve, reject) => {
+            stream.on('data', resolve);
+            stream.on('error', reject);
+            stream.on('end', () => reject(new Error('keep-alive stream ended')));
+            stream.write({ ID: id });
+          });
+          return Math.max(0, Number(res.TTL));
+        } finally {
+          stream.end();
+        }
+      },
+      'read',
+    );
   }
 
   /** Revokes the lease, deleting every key attached to it. false: it did not exist (any more). */
   async revoke(id: string): Promise<boolean> {
     try {
-      await this.#call('revoke a lease', (c, o) => c.leaseClient.leaseRevoke({ ID: id }, o));
+      await this.#call('revoke a lease', (c, o) => c.leaseClient.leaseRevoke({ ID: id }, o), 'write');
       return true;
     } catch (error) {
       if (/lease not found/i.test(String((error as Error).cause ?? error))) return false;
@@ -169,16 +175,17 @@ export class EtcdStore {
 
   /** ms left on the lease, -1 when it does not exist. */
   async timeToLive(id: string): Promise<number> {
-    const res = await this.#call('read a lease', (c, o) => c.leaseClient.leaseTimeToLive({ ID: id }, o));
+    const res = await this.#call('read a lease', (c, o) => c.leaseClient.leaseTimeToLive({ ID: id }, o), 'read');
     return Number(res.TTL) < 0 ? -1 : Number(res.TTL) * 1000;
   }
 
   txn(what: string, req: ITxnRequest): Promise<ITxnResponse> {
-    return this.#call(what, (c, o) => c.kv.txn(req, o));
+    const readOnly = [...(req.success ?? []), ...(req.failure ?? [])].every((op) => op.request_range !== undefined);
+    return this.#call(what, (c, o) => c.kv.txn(req, o), readOnly ? 'read' : 'write');
   }
 
   range(what: string, req: IRangeRequest): Promise<IRangeResponse> {
-    return this.#call(what, (c, o) => c.kv.range(req, o));
+    return this.#call(what, (c, o) => c.kv.range(req, o), 'read');
   }
 
   /**
@@ -242,23 +249,24 @@ export class EtcdStore {
   /**
    * One call, bounded by the store's timeout as a whole. A user's client gets that one deadline (and retries
    * as it was configured). Our own client is tried here, up to MAX_ATTEMPTS times on a recoverable error,
-   * each attempt's deadline at most ATTEMPT_SHARE of the timeout and never past the call's end:
+   * each attempt's deadline never past the call's end, and a read's at most READ_ATTEMPT_SHARE of it:
    * - the call's end bounds it: an extension round must end within the backend's roundTimeout. With a fresh
    *   deadline per attempt and etcd3's 3 attempts, one keep-alive round could last 6 s: in the leader-kill
    *   fault test the holder's round met the election (a follower's read waits there for etcd's own 7 s
    *   timeout), outlasted the lock's 3 s ttl, and the holder lost its lock;
-   * - the attempt's share leaves the call time to try another member after a stuck one;
+   * - a read attempt's share leaves the call time to try another member after a stuck one;
    * - no attempt starts with less than MIN_ATTEMPT_MS left: with one deadline for all attempts, a call that
    *   timed out on a frozen member sent its retries to the healthy ones already expired; each counted as
    *   their failure, their circuit breakers opened too, and every call failed for seconds (the
    *   frozen-member fault test, one run in four).
    */
-  async #call<T>(what: string, run: (client: Etcd3, options: { deadline?: Date }) => Promise<T>): Promise<T> {
+  async #call<T>(what: string, run: (client: Etcd3, options: { deadline?: Date }) => Promise<T>, kind: 'read' | 'write'): Promise<T> {
     const client = await this.#client;
     const end = Date.now() + this.#timeout;
     for (let attempt = 1; ; attempt++) {
       const left = end - Date.now();
-      const deadline = new Date(Date.now() + (this.#owned ? Math.min(left, this.#timeout * ATTEMPT_SHARE) : left));
+      const share = this.#owned && kind === 'read' ? READ_ATTEMPT_SHARE : 1;
+      const deadline = new Date(Date.now() + Math.min(left, this.#timeout * share));
       try {
         return await run(client, { deadline });
       } catch (error) {
