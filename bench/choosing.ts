@@ -2,8 +2,12 @@
 // Redlock over 5 nodes, etcd over 3 members and ZooKeeper over 3 servers, side by side in one run on this machine,
 // through fencelock's one API. Run: `npm run bench:choosing` (about 3 min).
 // It writes bench/results/choosing-<date>.json and the table between the markers in docs/choosing.md.
+// `-- --only etcd,zookeeper` measures only those setups (single, sentinel, redlock, etcd, zookeeper) and
+// `-- --smoke` runs every step briefly: both only print, they write nothing.
 //
-//   W1   one caller, acquire then release of a fresh resource, in sequence: p50 of each (ms)
+//   W1   one caller, acquire then release of a fresh resource, in sequence: p50 of each, and of the pair (ms)
+//   floor  etcd and ZooKeeper: the same pairs made of the store's two bare writes (bench/floors.ts), p50 (ms);
+//          printed beside fencelock's pair as a ratio, and W3's hand-over time in floor pairs
 //   W2   64 callers in one process, each on its own resources: acquire+release pairs per second
 //   W3   16 callers in one process on one resource, hold 1 ms: acquisitions per second, wait p99 (ms)
 //   down one node / member SIGKILLed (Sentinel: the replica), then W2 for 2 s: pairs per second still served
@@ -16,7 +20,14 @@ import { Redis } from 'ioredis';
 import { LockManager, QuorumError, LockTimeoutError } from '../src/index.js';
 import { startEtcdCluster, startRedisNodes, startRedisSentinel, startZooKeeperEnsemble } from '../src/testing/index.js';
 import { ZOOKEEPER_CONFIG } from './config.js';
+import { etcdFloor, zookeeperFloor } from './floors.js';
 import { percentile, round } from './stats.js';
+
+const argv = process.argv.slice(2);
+const smoke = argv.includes('--smoke');
+const only = argv.includes('--only') ? (argv[argv.indexOf('--only') + 1] ?? '').split(',') : undefined;
+/** W1's measured pairs (and the floor's), W1's warm-up pairs, W2's and W3's windows (ms) */
+const SIZE = smoke ? { pairs: 100, warmup: 20, w2: 500, w3: 1_000 } : { pairs: 1_000, warmup: 50, w2: 3_000, w3: 4_000 };
 
 interface Setup {
   readonly name: string;
@@ -28,6 +39,8 @@ interface Setup {
   /** SIGKILL the primary (single Redis: then restart it; Sentinel: no restart, a failover) or the etcd / ZooKeeper leader */
   killPrimary(): Promise<void>;
   stop(): Promise<void>;
+  /** etcd, ZooKeeper: p50 (ms) of `pairs` sequential pairs of the store's two bare writes (bench/floors.ts) */
+  floor?(pairs: number, warmup: number): Promise<number>;
 }
 
 const TTL = 10_000;
@@ -96,6 +109,7 @@ async function etcdSetup(): Promise<Setup> {
     },
     killPrimary: async () => (await cluster.waitForLeader()).kill(),
     stop: () => cluster.stop(),
+    floor: (pairs, warmup) => etcdFloor(cluster.endpoints, pairs, warmup),
   };
 }
 
@@ -122,26 +136,30 @@ async function zookeeperSetup(): Promise<Setup> {
     },
     killPrimary: async () => (await ensemble.waitForLeader()).kill(),
     stop: () => ensemble.stop(),
+    floor: (pairs, warmup) => zookeeperFloor(ensemble.connectionString, pairs, warmup),
   };
 }
 
 let counter = 0;
 const fresh = (label: string): string => `${label}-${++counter}`;
 
-async function w1(locks: LockManager): Promise<{ acquire: number | null; release: number | null }> {
+async function w1(locks: LockManager): Promise<{ acquire: number | null; release: number | null; pair: number | null }> {
   const acquire: number[] = [];
   const release: number[] = [];
-  for (let i = 0; i < 550; i++) {
+  const pair: number[] = [];
+  for (let i = 0; i < SIZE.warmup + SIZE.pairs; i++) {
     const t0 = now();
     const lock = await locks.acquire(fresh('w1'));
     const t1 = now();
     await lock.release();
-    if (i >= 50) {
+    if (i >= SIZE.warmup) {
       acquire.push(t1 - t0);
       release.push(now() - t1);
+      pair.push(now() - t0);
     }
   }
-  return { acquire: round(percentile(acquire, 50), 3), release: round(percentile(release, 50), 3) };
+  const p50 = (samples: number[]): number | null => round(percentile(samples, 50), 3);
+  return { acquire: p50(acquire), release: p50(release), pair: p50(pair) };
 }
 
 /** `callers` loops of acquire+release on their own resources for `ms`: pairs per second, and failed calls. */
@@ -168,7 +186,7 @@ async function w2(locks: LockManager, ms: number, callers = 64): Promise<{ pairs
 
 async function w3(locks: LockManager): Promise<{ acquisitionsPerSecond: number; waitP99: number | null }> {
   const resource = fresh('w3');
-  const end = now() + 4_000;
+  const end = now() + SIZE.w3;
   const waits: number[] = [];
   const started = now();
   await Promise.all(
@@ -210,27 +228,47 @@ async function measure(make: () => Promise<Setup>): Promise<Record<string, unkno
   try {
     await w1(locks); // warm-up: connections, scripts, JIT
     const latency = await w1(locks);
-    const throughput = await w2(locks, 3_000);
+    // Beside fencelock's W1, on the same warm servers: the floor pair of the store's own two writes.
+    const floor = setup.floor ? await setup.floor(SIZE.pairs, SIZE.warmup) : null;
+    const throughput = await w2(locks, SIZE.w2);
     const contention = await w3(locks);
+    if (floor !== null) console.log(floorLine(setup.name, latency.pair, floor, contention.acquisitionsPerSecond));
     await setup.killOne();
-    const degraded = setup.name === 'single Redis' ? { pairsPerSecond: 0, errors: null } : await w2(locks, 2_000);
+    const degraded = setup.name === 'single Redis' ? { pairsPerSecond: 0, errors: null } : await w2(locks, SIZE.w2 * (2 / 3));
     await setup.restoreOne();
     const outage = await window(setup, locks);
     process.stderr.write(`${setup.name}: done\n`);
-    return { setup: setup.name, latency, throughput, contention, degraded, outageMs: outage };
+    return { setup: setup.name, latency, floor, throughput, contention, degraded, outageMs: outage };
   } finally {
     await locks.close();
     await setup.stop();
   }
 }
 
-const rows = [
-  await measure(() => redisSetup(1)),
-  await measure(sentinelSetup),
-  await measure(() => redisSetup(5)),
-  await measure(etcdSetup),
-  await measure(zookeeperSetup),
-];
+/**
+ * fencelock against the floor: its pair's p50 over the floor's (target: at most 1.25), and a W3 hand-over
+ * (1 s / acquisitions per second) in floor pairs (target: at most 1.5).
+ */
+function floorLine(setup: string, pair: number | null, floor: number, acquisitionsPerSecond: number): string {
+  const ratio = pair === null ? NaN : pair / floor;
+  const handOver = 1000 / acquisitionsPerSecond / floor;
+  return (
+    `${setup}: floor pair p50 ${floor} ms; fencelock pair p50 ${pair} ms = ${ratio.toFixed(2)}x the floor (target <= 1.25); ` +
+    `W3 ${acquisitionsPerSecond} acq/s = a hand-over per ${handOver.toFixed(2)} floor pairs (target <= 1.5, i.e. >= ${Math.round(1000 / (1.5 * floor))} acq/s)`
+  );
+}
+
+const SETUPS: Record<string, () => Promise<Setup>> = {
+  single: () => redisSetup(1),
+  sentinel: sentinelSetup,
+  redlock: () => redisSetup(5),
+  etcd: etcdSetup,
+  zookeeper: zookeeperSetup,
+};
+for (const name of only ?? []) if (!(name in SETUPS)) throw new Error(`--only: unknown setup ${name} (${Object.keys(SETUPS).join(', ')})`);
+const rows: Record<string, unknown>[] = [];
+for (const [name, make] of Object.entries(SETUPS)) if (!only || only.includes(name)) rows.push(await measure(make));
+if (smoke || only) process.exit(0); // a partial or brief run: printed, not written
 const date = new Date().toISOString().slice(0, 10);
 const machine = { cpus: os.cpus().length, node: process.version, at: new Date().toISOString() };
 await mkdir('bench/results', { recursive: true });
@@ -238,7 +276,8 @@ await writeFile(`bench/results/choosing-${date}.json`, JSON.stringify({ machine,
 
 type Row = {
   setup: string;
-  latency: { acquire: number; release: number };
+  latency: { acquire: number; release: number; pair: number };
+  floor: number | null;
   throughput: { pairsPerSecond: number };
   contention: { acquisitionsPerSecond: number; waitP99: number };
   degraded: { pairsPerSecond: number };
@@ -251,11 +290,13 @@ const windowNote: Record<string, string> = {
   [SENTINEL]: ' (not restarted: Sentinel promotes the replica, down-after 1,000 ms)',
 };
 const table = [
-  '| setup | W1 acquire p50 | W1 release p50 | W2 pairs/s | W3 acq/s | W3 wait p99 | pairs/s with one node down | next grant after the primary/leader is killed |',
-  '|---|--:|--:|--:|--:|--:|--:|--:|',
+  '| setup | W1 acquire p50 | W1 release p50 | W1 pair p50 | floor: 2 writes, p50 | W2 pairs/s | W3 acq/s | W3 wait p99 | pairs/s with one node down | next grant after the primary/leader is killed |',
+  '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|',
   ...(rows as Row[]).map(
     (r) =>
-      `| ${r.setup} | ${r.latency.acquire} ms | ${r.latency.release} ms | ${r.throughput.pairsPerSecond.toLocaleString('en')} | ${r.contention.acquisitionsPerSecond} | ${r.contention.waitP99} ms | ${
+      `| ${r.setup} | ${r.latency.acquire} ms | ${r.latency.release} ms | ${r.latency.pair} ms | ${
+        r.floor === null ? '–' : `${r.floor} ms (pair ${(r.latency.pair / r.floor).toFixed(2)}×)`
+      } | ${r.throughput.pairsPerSecond.toLocaleString('en')} | ${r.contention.acquisitionsPerSecond} | ${r.contention.waitP99} ms | ${
         r.setup === 'single Redis' ? '0 (its only node)' : `${r.degraded.pairsPerSecond.toLocaleString('en')}${downNote[r.setup] ?? ''}`
       } | ${r.outageMs === null ? 'none within 30 s' : `${r.outageMs.toLocaleString('en')} ms`}${windowNote[r.setup] ?? ''} |`,
   ),

@@ -4,6 +4,7 @@ import type { Backend, BackendHost, LeaseOps, LockInfo, Win } from '../backend.j
 import { inspectOneNode } from '../consensus-call.js';
 import { rejectRedisOnlyOptions, type LockManagerOptions, type ResolvedManagerOptions } from '../options.js';
 import { mutexQueue, ownerOf, rwQueue, semaphoreQueue, type Queue } from './queue.js';
+import { LeasePool } from './leases.js';
 import { acquire, extend, queueKeys, release, watchLoss, type EtcdGrant, type Hold } from './recipe.js';
 import { EtcdStore, type EtcdInput } from './store.js';
 
@@ -19,6 +20,8 @@ export class EtcdBackend implements Backend {
   readonly roundTimeout = ETCD_REQUEST_TIMEOUT;
   readonly lease: LeaseOps;
   readonly #store: EtcdStore;
+  /** leases of released locks, lent to the next ones (leases.ts) */
+  readonly #pool = new LeasePool();
   readonly #keyPrefix: string;
 
   /** InvalidArgumentError for a bad URL or a Redis-only option, before anything connects. */
@@ -27,9 +30,10 @@ export class EtcdBackend implements Backend {
     this.#keyPrefix = options.keyPrefix;
     this.#store = new EtcdStore(input, ETCD_REQUEST_TIMEOUT, host);
     const store = this.#store;
+    const pool = this.#pool;
     this.lease = {
       extend: (grant, ttl) => extend(store, grant as EtcdGrant, ttl),
-      release: (grant) => release(store, grant as EtcdGrant),
+      release: (grant) => release(store, pool, grant as EtcdGrant),
       watchLoss: (grant, lost) => watchLoss(store, grant as EtcdGrant, lost),
     };
   }
@@ -37,6 +41,7 @@ export class EtcdBackend implements Backend {
   acquire: Backend['acquire'] = (resources, o, signal, onRetry) =>
     acquire(
       this.#store,
+      this.#pool,
       this.#hold(
         resources,
         resources.map((r) => mutexQueue(this.#keyPrefix, r)),
@@ -71,15 +76,16 @@ export class EtcdBackend implements Backend {
 
   semaphore(name: string, limit: number): Win {
     const hold = this.#hold([name], [semaphoreQueue(this.#keyPrefix, name, limit)]);
-    return (o, signal, onRetry) => acquire(this.#store, hold, o, signal, onRetry);
+    return (o, signal, onRetry) => acquire(this.#store, this.#pool, hold, o, signal, onRetry);
   }
 
   readWrite(name: string, mode: 'read' | 'write'): Win {
     const hold = this.#hold([name], [rwQueue(this.#keyPrefix, name, mode)]);
-    return (o, signal, onRetry) => acquire(this.#store, hold, o, signal, onRetry);
+    return (o, signal, onRetry) => acquire(this.#store, this.#pool, hold, o, signal, onRetry);
   }
 
   async close(): Promise<void> {
+    this.#pool.clear();
     await this.#store.close();
   }
 

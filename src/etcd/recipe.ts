@@ -1,17 +1,22 @@
 // etcd's own lock recipe (client/v3/concurrency/mutex.go), for one or several queues at once:
 //
-//   1. grantLease        a lease of the lock's ttl, rounded up to whole seconds
+//   1. a lease           of the lock's ttl, rounded up to whole seconds: an idle one of this manager's
+//                        (leases.ts; renewed in the same breath as step 2), else a new grant
 //   2. enqueue           one transaction puts a key `<queue prefix><lease id>` in every queue, attached to the
 //                        lease, and reads each queue's first keys: the create revision orders the waiters
 //   3. wait (takeTurn)   per queue, watch the deletion of the key just before ours until none is in the way
-//                        (FIFO, one release wakes one waiter); the lease is kept alive meanwhile
-//   4. confirm           a waiter that waited re-writes its keys, and that revision is its fence
+//                        (FIFO, one release wakes one waiter); the lease is kept alive meanwhile. Each look
+//                        is a read-only transaction that also checks all our keys still hang on our lease
+//   release              one transaction deletes our keys (if they are still ours): the lease goes back to
+//                        the manager's idle leases. Uncontended, a lock is 2 writes, the floor.
 //
-// The fence is a revision of the cluster: strictly increasing and linearizable. A holder that got its turn
-// at once is the first in every queue from its create revision on, so that revision is its fence; one that
-// waited became first later, when the key before it went, so it takes a revision from inside its turn (the
-// confirming write): a lock on several resources may have queued behind keys created after its own. No
-// write-back, no trust rule, no quarantine: a member that lost its data rejoins by Raft, not by fencelock.
+// The fence is a revision of the cluster: strictly increasing and linearizable, taken from inside the
+// holder's turn (a revision at which its keys exist and are first in their queues). A holder that got its
+// turn at once holds from its create revision on: that is its fence. One that waited takes the revision of
+// the read that found it first with its keys in place: no write (earlier versions re-wrote their keys for
+// it). Its create revision would not do: it lies before its turn, and a holder before it may carry a fence
+// from inside its own turn that is greater (docs/fencing.md). No write-back, no trust rule, no quarantine:
+// a member that lost its data rejoins by Raft, not by fencelock.
 import type { IKeyValue, IRequestOp } from './etcd3-types.js';
 import type { Grant, RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
@@ -19,6 +24,7 @@ import { callClock, pauseAfterFailure, TOO_SLOW, untilGranted, type CallClock, t
 import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
+import type { Lease, LeasePool } from './leases.js';
 import { blocker, keyValue, lookBack, window, type Queue } from './queue.js';
 import type { EtcdStore, KeyWatch } from './store.js';
 
@@ -31,6 +37,8 @@ export interface EtcdGrant extends Grant {
   readonly leaseId: string;
   /** the lease's ttl on the server, s (at least the ttl asked for: whole seconds, and the server's minimum) */
   readonly leaseSeconds: number;
+  /** the lease length asked for, s: the idle leases it joins after the release */
+  readonly leaseAsked: number;
   readonly keys: readonly Buffer[];
 }
 
@@ -56,6 +64,7 @@ export type Hold = ConsensusHold<Queue>;
 /** One acquire call: what each of its steps needs. */
 interface Call extends CallClock {
   readonly store: EtcdStore;
+  readonly pool: LeasePool;
   readonly hold: Hold;
   readonly onRetry: (info: RetryInfo) => void;
   /** this call's owner token: the value of its keys */
@@ -68,22 +77,26 @@ interface Call extends CallClock {
  */
 export function acquire(
   store: EtcdStore,
+  pool: LeasePool,
   hold: Hold,
   o: ResolvedAcquire,
   signal: AbortSignal,
   onRetry: (info: RetryInfo) => void,
 ): Promise<WaitResult> {
-  const call: Call = { ...callClock(o, signal), store, hold, onRetry, token: randomHex(18) };
+  const call: Call = { ...callClock(o, signal), store, pool, hold, onRetry, token: randomHex(18) };
   return untilGranted({ ...call, resources: hold.resources }, () => attempt(call));
 }
 
 /** One pass: a lease, our keys, our turn. Why not, when it ended without a grant to keep (start over). */
 async function attempt(call: Call): Promise<EtcdGrant | string> {
-  const { store, hold, o } = call;
+  const { store, pool, hold, o } = call;
   const sentAt = monotonicNow();
-  const lease = await grantLease(call);
+  const asked = Math.ceil(o.ttl / 1000);
+  const idle = pool.take(asked);
+  const lease = idle ?? (await grantLease(call, asked));
   try {
-    const turn = await takeTurn(call, lease);
+    // An idle lease is renewed beside the enqueue: the hold's validity counts from before that renewal.
+    const turn = await takeTurn(call, lease, idle !== undefined);
     if (turn === 'lease-ended') return 'its place in the queue lapsed';
     const grant: EtcdGrant = {
       resources: hold.resources,
@@ -94,6 +107,7 @@ async function attempt(call: Call): Promise<EtcdGrant | string> {
       validUntil: (turn.renewedAt ?? sentAt) + o.ttl - drift(o.ttl),
       leaseId: lease.id,
       leaseSeconds: lease.ttl,
+      leaseAsked: asked,
       keys: hold.queues.map((q) => keyIn(q, lease.id)),
       ops: hold.ops,
     };
@@ -108,10 +122,10 @@ async function attempt(call: Call): Promise<EtcdGrant | string> {
   }
 }
 
-/** Step 1. */
-async function grantLease({ store, hold, o }: Call): Promise<{ id: string; ttl: number }> {
+/** Step 1, when no idle lease will do. */
+async function grantLease({ store, hold }: Call, seconds: number): Promise<Lease> {
   try {
-    return await store.grant(Math.ceil(o.ttl / 1000));
+    return await store.grant(seconds);
   } catch (error) {
     throw quorumError(hold.resources, 'acquire', store, error);
   }
@@ -119,34 +133,51 @@ async function grantLease({ store, hold, o }: Call): Promise<{ id: string; ttl: 
 
 type Turn = { fence: bigint; renewedAt: number | undefined } | 'lease-ended';
 
-/** Steps 2 to 4. */
-async function takeTurn(call: Call, lease: { id: string; ttl: number }): Promise<Turn> {
+/** Steps 2 and 3. `renew`: the lease was idle, renew it beside the enqueue (its keys need it alive). */
+async function takeTurn(call: Call, lease: Lease, renew: boolean): Promise<Turn> {
   const { store, hold, o, token } = call;
   const { queues, resources } = hold;
   const keys = queues.map((q) => keyIn(q, lease.id));
+  const renewal = renew ? store.keepAlive(lease.id) : undefined;
+  renewal?.catch(() => undefined); // awaited below where it matters; a waiter renews again before it holds
   let mine: string;
   let first: IKeyValue[][];
   try {
     ({ mine, first } = await enqueue(store, queues, keys, token, lease.id));
   } catch (error) {
+    // An idle lease that ended after all (it outlived its estimate less than we thought): start over.
+    if (renew && /lease not found/i.test(String((error as Error).message))) return 'lease-ended';
     throw quorumError(resources, 'acquire', store, error);
   }
   const ahead = (kvs: readonly IKeyValue[] | undefined): IKeyValue[] =>
     (kvs ?? []).filter((kv) => BigInt(kv.create_revision) < BigInt(mine));
-  if (queues.every((q, i) => blocker(q, ahead(first[i])) === null)) return { fence: BigInt(mine), renewedAt: undefined };
+  if (queues.every((q, i) => blocker(q, ahead(first[i])) === null)) {
+    if (renewal) {
+      const left = await renewal.catch((error: unknown) => {
+        throw quorumError(resources, 'acquire', store, error);
+      });
+      if (left <= 0) return 'lease-ended';
+    }
+    return { fence: BigInt(mine), renewedAt: undefined };
+  }
   if (o.timeout === 0) throw new LockTimeoutError(resources, 0, 'held by others');
   const waiting = new Waiting(store, lease.id, o.ttl, call.deadline, call.signal);
   try {
     let retries = 0;
+    let turn: Turn = 'lease-ended';
     for (const queue of queues) {
       // Bounded: each pass waits for one deletion in this queue, or ends the call.
       for (let failures = 0; ;) {
         let woke: 'deleted' | 'lease-ended';
         try {
-          const before = await waiting.guard(keysBefore(store, queue, mine), resources);
-          const inWay = blocker(queue, before.kvs);
-          if (inWay === null) break;
-          woke = await waiting.forDeletion(queue, inWay, before.revision, resources, o.timeout);
+          const look = await waiting.guard(lookAt(store, queue, mine, keys, lease.id), resources);
+          if (look === 'lease-ended') return 'lease-ended';
+          const inWay = blocker(queue, look.before);
+          if (inWay === null) {
+            turn = { fence: BigInt(look.revision), renewedAt: look.renewedAt };
+            break;
+          }
+          woke = await waiting.forDeletion(queue, inWay, look.revision, resources, o.timeout);
         } catch (error) {
           // Our place is kept by the lease's renewals meanwhile: look again after the pause.
           await pauseAfterFailure(call, error, failures++);
@@ -157,7 +188,9 @@ async function takeTurn(call: Call, lease: { id: string; ttl: number }): Promise
         call.onRetry({ resources, attempt: ++retries, reason: 'notified', waited: monotonicNow() - call.started });
       }
     }
-    return await waiting.guard(confirm(store, keys, token, lease.id, queues), resources);
+    // The last look found us first in the last queue, with all our keys in place; we became first in the
+    // others earlier, and nobody can queue before a key that exists. That look's revision is inside our turn.
+    return turn;
   } finally {
     waiting.stop();
   }
@@ -193,37 +226,44 @@ async function enqueue(
   return { mine: String(res.header.revision), first };
 }
 
-/** The keys of a queue created before revision `mine` (the last one only where that is all that matters), ascending. */
-async function keysBefore(store: EtcdStore, queue: Queue, mine: string): Promise<{ kvs: IKeyValue[]; revision: string }> {
-  const res = await store.range('read the queue', {
-    key: Buffer.from(queue.prefix),
-    range_end: prefixEnd(queue.prefix),
-    max_create_revision: String(BigInt(mine) - 1n),
-    sort_target: 'Create',
-    sort_order: 'Descend',
-    limit: lookBack(queue),
-    keys_only: queue.kind.kind === 'semaphore',
-  });
-  return { kvs: res.kvs.reverse(), revision: String(res.header.revision) };
-}
-
 /**
- * Step 4: our keys re-written in one transaction, only if they still hang on our lease. Its revision lies
- * inside our turn on every queue, after every earlier holder's: our fence.
+ * One look at a queue, in one read-only transaction (a linearizable read, no write): whether all our keys
+ * still hang on our lease, and the keys of `queue` created before ours (the last one only where that is all
+ * that matters), ascending. The lease is renewed beside it: should this look find us first, the lock's
+ * validity counts from just before it. 'lease-ended': a key of ours is gone (the lease ended, was revoked,
+ * or an operator deleted it).
  */
-async function confirm(store: EtcdStore, keys: readonly Buffer[], token: string, leaseId: string, queues: readonly Queue[]): Promise<Turn> {
-  // The lease is renewed in the same breath: the lock's validity counts from this renewal, not from the grant.
+async function lookAt(
+  store: EtcdStore,
+  queue: Queue,
+  mine: string,
+  keys: readonly Buffer[],
+  leaseId: string,
+): Promise<{ before: IKeyValue[]; revision: string; renewedAt: number } | 'lease-ended'> {
   const renewedAt = monotonicNow();
   const [res, left] = await Promise.all([
-    store.txn('confirm the lock', {
+    store.txn('read the queue', {
       compare: keys.map((key) => ({ key, target: 'Lease', result: 'Equal', lease: leaseId })),
-      success: keys.map((key, i) => ({ request_put: { key, value: Buffer.from(keyValue(queues[i] as Queue, token)), lease: leaseId } })),
+      success: [
+        {
+          request_range: {
+            key: Buffer.from(queue.prefix),
+            range_end: prefixEnd(queue.prefix),
+            max_create_revision: String(BigInt(mine) - 1n),
+            sort_target: 'Create',
+            sort_order: 'Descend',
+            limit: lookBack(queue),
+            keys_only: queue.kind.kind === 'semaphore',
+          },
+        },
+      ],
       failure: [],
     }),
     store.keepAlive(leaseId),
   ]);
   if (!res.succeeded || left <= 0) return 'lease-ended';
-  return { fence: BigInt(res.header.revision), renewedAt };
+  const before = [...(res.responses[0]?.response_range.kvs ?? [])].reverse();
+  return { before, revision: String(res.header.revision), renewedAt };
 }
 
 /**
@@ -370,10 +410,29 @@ export function watchLoss(store: EtcdStore, grant: EtcdGrant, lost: (reason: str
   };
 }
 
-/** Release: revoke the lease; etcd deletes our keys with it, and the waiter behind each is told by its watch. */
-export async function release(store: EtcdStore, grant: EtcdGrant): Promise<{ released: number; nodes: number }> {
-  const revoked = await store.revoke(grant.leaseId).catch((error: unknown) => {
+/**
+ * Release: one transaction deletes our keys, if they all still hang on our lease (the waiter behind each is
+ * told by its watch), and the lease joins the manager's idle ones, for the next lock: no revoke, no grant.
+ * A key of ours already gone (forceRelease, an operator, the lease ended): the lease is revoked instead, and
+ * whatever is left of the lock goes with it.
+ */
+export async function release(store: EtcdStore, pool: LeasePool, grant: EtcdGrant): Promise<{ released: number; nodes: number }> {
+  try {
+    const res = await store.txn('release the lock', {
+      compare: grant.keys.map((key) => ({ key, target: 'Lease', result: 'Equal', lease: grant.leaseId })),
+      success: grant.keys.map((key) => ({ request_delete_range: { key } })),
+      failure: [],
+    });
+    if (res.succeeded) {
+      pool.giveBack(grant.leaseAsked, { id: grant.leaseId, ttl: grant.leaseSeconds }, grant.validUntil);
+      return { released: 1, nodes: 1 };
+    }
+  } catch (error) {
     // Not lost for good: the lease ends on the server at its ttl, and the waiter behind gets the lock then.
+    store.failures.tell(error, 'release', grant.resources);
+    return { released: 0, nodes: 1 };
+  }
+  const revoked = await store.revoke(grant.leaseId).catch((error: unknown) => {
     store.failures.tell(error, 'release', grant.resources);
     return false;
   });

@@ -2,7 +2,7 @@
 // that names the cluster (what a Redis node's error names is its address). The etcd3 package is an optional
 // peer dependency: it is loaded only when a manager is given an etcd:// URL, and a client the user made is
 // used through the small structural type below, so fencelock's types never require it.
-import type { Etcd3, Watcher } from 'etcd3';
+import type { Etcd3, IOptions, Watcher } from 'etcd3';
 import type { IKeyValue, IRangeRequest, IRangeResponse, ITxnRequest, ITxnResponse } from './etcd3-types.js';
 import type { BackendHost } from '../backend.js';
 import { StoreFailures } from '../consensus-call.js';
@@ -51,6 +51,28 @@ export function parseEtcdUrl(url: string): string[] {
  * 1 s instead, so a waiter's watch is back within a second and nothing outlives close() by more than that.
  */
 const WATCH_BACKOFF_MS = [100, 1_000] as const;
+
+/**
+ * The most one attempt of a read may take, as a share of the call's deadline: a read that meets a stuck
+ * member (a frozen one; a follower whose linearizable read was dropped during an election, which etcd 3.4
+ * answers only after its own 7 s request timeout) moves on to another member while the call has time left.
+ * A write is given the whole call: every member forwards it to the one leader, and a slow write is a slow
+ * disk there, which another member cannot make faster (and a write that timed out may still apply).
+ */
+const READ_ATTEMPT_SHARE = 0.5;
+/** No attempt is started with less than this left of its call: it would only fail, and count against a healthy member. */
+const MIN_ATTEMPT_MS = 100;
+/** Attempts of one call at most (each on the next member etcd3 picks): bounded also when every one fails at once. */
+const MAX_ATTEMPTS = 4;
+
+/**
+ * etcd3's global fault policy without its retries: the owned client's calls are tried again by #call, with
+ * per-attempt deadlines inside the call's own. (etcd3 calls only `execute` of this policy.)
+ */
+const ONE_ATTEMPT = {
+  execute: <T>(fn: (context: { signal: AbortSignal; attempt: number }) => PromiseLike<T> | T): Promise<T> =>
+    Promise.resolve().then(() => fn({ signal: new AbortController().signal, attempt: 0 })),
+};
 function watchBackoff(ms: number): { readonly duration: number; next(): ReturnType<typeof watchBackoff> } {
   return { duration: ms, next: () => watchBackoff(Math.min(ms * 2, WATCH_BACKOFF_MS[1])) };
 }
@@ -66,6 +88,8 @@ export class EtcdStore {
   /** where the recipe reports a failed call: the manager's nodeError event */
   readonly failures: StoreFailures;
   readonly #client: Promise<Etcd3>;
+  /** etcd3's test for an error worth another attempt (unavailable, deadline exceeded, …), once it is loaded */
+  #recoverable: (error: Error) => boolean = () => false;
   readonly #owned: boolean;
   /** the watches started and not yet stopped: each resolves with how to cancel it */
   readonly #watches = new Set<Promise<() => Promise<unknown>>>();
@@ -78,17 +102,20 @@ export class EtcdStore {
       this.name = input;
       this.#owned = true;
       this.#client = import('etcd3').then(
-        ({ Etcd3 }) =>
-          new Etcd3({
+        ({ Etcd3, isRecoverableError }) => {
+          this.#recoverable = isRecoverableError;
+          return new Etcd3({
             hosts,
             dialTimeout: timeout,
-            // A deadline for each attempt, not one for the call: etcd3 retries a failed call on the next member
-            // (3 attempts), and with one shared deadline a call that timed out on a frozen member sent its
-            // retries to the healthy ones already expired. Each counted as their failure, their circuit
-            // breakers opened too, and every call failed for seconds (seen in the frozen-member fault test).
+            // No retries inside etcd3: #call makes the attempts itself, each with a deadline inside the call's
+            // (see there). A stream (a keep-alive, a watch) is given the call's deadline here.
             defaultCallOptions: () => ({ deadline: new Date(Date.now() + timeout) }),
-            faultHandling: { watchBackoff: watchBackoff(WATCH_BACKOFF_MS[0]) },
-          }),
+            faultHandling: {
+              global: ONE_ATTEMPT as unknown as NonNullable<NonNullable<IOptions['faultHandling']>['global']>,
+              watchBackoff: watchBackoff(WATCH_BACKOFF_MS[0]),
+            },
+          });
+        },
         () => {
           throw new InvalidArgumentError(`${input} needs the etcd3 package: npm install etcd3`);
         },
@@ -109,33 +136,37 @@ export class EtcdStore {
 
   /** A lease of `seconds` (the server may grant more: its minimum); its id. */
   async grant(seconds: number): Promise<{ id: string; ttl: number }> {
-    const res = await this.#call('grant a lease', (c, o) => c.leaseClient.leaseGrant({ TTL: seconds }, o));
+    const res = await this.#call('grant a lease', (c, o) => c.leaseClient.leaseGrant({ TTL: seconds }, o), 'write');
     if (res.error) throw new NodeError(this.name, `lease grant refused: ${res.error}`);
     return { id: String(res.ID), ttl: Number(res.TTL) };
   }
 
   /** Renews the lease to its granted ttl; the ttl (s) left after renewal, 0 when the lease no longer exists. */
   async keepAlive(id: string): Promise<number> {
-    return this.#call('keep a lease alive', async (c, o) => {
-      const stream = await c.leaseClient.leaseKeepAlive(o);
-      try {
-        const res = await new Promise<{ TTL: string }>((resolve, reject) => {
-          stream.on('data', resolve);
-          stream.on('error', reject);
-          stream.on('end', () => reject(new Error('keep-alive stream ended')));
-          stream.write({ ID: id });
-        });
-        return Math.max(0, Number(res.TTL));
-      } finally {
-        stream.end();
-      }
-    });
+    return this.#call(
+      'keep a lease alive',
+      async (c, o) => {
+        const stream = await c.leaseClient.leaseKeepAlive(o);
+        try {
+          const res = await new Promise<{ TTL: string }>((resolve, reject) => {
+            stream.on('data', resolve);
+            stream.on('error', reject);
+            stream.on('end', () => reject(new Error('keep-alive stream ended')));
+            stream.write({ ID: id });
+          });
+          return Math.max(0, Number(res.TTL));
+        } finally {
+          stream.end();
+        }
+      },
+      'read',
+    );
   }
 
   /** Revokes the lease, deleting every key attached to it. false: it did not exist (any more). */
   async revoke(id: string): Promise<boolean> {
     try {
-      await this.#call('revoke a lease', (c, o) => c.leaseClient.leaseRevoke({ ID: id }, o));
+      await this.#call('revoke a lease', (c, o) => c.leaseClient.leaseRevoke({ ID: id }, o), 'write');
       return true;
     } catch (error) {
       if (/lease not found/i.test(String((error as Error).cause ?? error))) return false;
@@ -145,16 +176,17 @@ export class EtcdStore {
 
   /** ms left on the lease, -1 when it does not exist. */
   async timeToLive(id: string): Promise<number> {
-    const res = await this.#call('read a lease', (c, o) => c.leaseClient.leaseTimeToLive({ ID: id }, o));
+    const res = await this.#call('read a lease', (c, o) => c.leaseClient.leaseTimeToLive({ ID: id }, o), 'read');
     return Number(res.TTL) < 0 ? -1 : Number(res.TTL) * 1000;
   }
 
   txn(what: string, req: ITxnRequest): Promise<ITxnResponse> {
-    return this.#call(what, (c, o) => c.kv.txn(req, o));
+    const readOnly = [...(req.success ?? []), ...(req.failure ?? [])].every((op) => op.request_range !== undefined);
+    return this.#call(what, (c, o) => c.kv.txn(req, o), readOnly ? 'read' : 'write');
   }
 
   range(what: string, req: IRangeRequest): Promise<IRangeResponse> {
-    return this.#call(what, (c, o) => c.kv.range(req, o));
+    return this.#call(what, (c, o) => c.kv.range(req, o), 'read');
   }
 
   /**
@@ -215,13 +247,34 @@ export class EtcdStore {
     client?.close();
   }
 
-  async #call<T>(what: string, run: (client: Etcd3, options: { deadline?: Date }) => Promise<T>): Promise<T> {
+  /**
+   * One call, bounded by the store's timeout as a whole. A user's client gets that one deadline (and retries
+   * as it was configured). Our own client is tried here, up to MAX_ATTEMPTS times on a recoverable error,
+   * each attempt's deadline never past the call's end, and a read's at most READ_ATTEMPT_SHARE of it:
+   * - the call's end bounds it: an extension round must end within the backend's roundTimeout. With a fresh
+   *   deadline per attempt and etcd3's 3 attempts, one keep-alive round could last 6 s: in the leader-kill
+   *   fault test the holder's round met the election (a follower's read waits there for etcd's own 7 s
+   *   timeout), outlasted the lock's 3 s ttl, and the holder lost its lock;
+   * - a read attempt's share leaves the call time to try another member after a stuck one;
+   * - no attempt starts with less than MIN_ATTEMPT_MS left: with one deadline for all attempts, a call that
+   *   timed out on a frozen member sent its retries to the healthy ones already expired; each counted as
+   *   their failure, their circuit breakers opened too, and every call failed for seconds (the
+   *   frozen-member fault test, one run in four).
+   */
+  async #call<T>(what: string, run: (client: Etcd3, options: { deadline?: Date }) => Promise<T>, kind: 'read' | 'write'): Promise<T> {
     const client = await this.#client;
-    try {
-      // Our own client dates each attempt itself (above); a user's client gets one deadline for the call.
-      return await run(client, this.#owned ? {} : { deadline: new Date(Date.now() + this.#timeout) });
-    } catch (error) {
-      throw this.#nodeError(what, error);
+    const end = Date.now() + this.#timeout;
+    for (let attempt = 1; ; attempt++) {
+      const left = end - Date.now();
+      const share = this.#owned && kind === 'read' ? READ_ATTEMPT_SHARE : 1;
+      const deadline = new Date(Date.now() + Math.min(left, this.#timeout * share));
+      try {
+        return await run(client, { deadline });
+      } catch (error) {
+        const again =
+          this.#owned && attempt < MAX_ATTEMPTS && end - Date.now() >= MIN_ATTEMPT_MS && error instanceof Error && this.#recoverable(error);
+        if (!again) throw this.#nodeError(what, error);
+      }
     }
   }
 
