@@ -6,6 +6,7 @@ import { InvalidArgumentError, LockError } from './errors.js';
 import { Lock, runWhileHeld, type LockHost } from './lock.js';
 import {
   resolveAcquireOptions,
+  resolveTryAcquireOptions,
   resolveWithLockOptions,
   type AcquireOptions,
   type ResolvedAcquire,
@@ -22,6 +23,8 @@ export interface HoldHost {
   readonly closing: AbortSignal;
   /** the manager now holds this lock: close() releases it */
   track(lock: Lock): void;
+  /** someone would see a lock's loss as it happens ('lost' listeners, diagnostics, meters): watch new locks' validity */
+  lossObserved(): boolean;
 }
 
 /** What the semaphore and the read-write lock need from their manager. Built once per manager. */
@@ -39,14 +42,15 @@ export async function holdGrant(host: HoldHost, o: ResolvedAcquire, win: (signal
   const signal = o.signal ? AbortSignal.any([o.signal, host.closing]) : host.closing;
   signal.throwIfAborted();
   const { grant, attempts, waited } = await win(signal);
-  const lock = new Lock(host.lockHost, grant);
+  const lock = new Lock(host.lockHost, grant, host.lossObserved());
   if (host.closing.aborted) {
     await lock.release();
     throw host.closing.reason;
   }
   if (o.autoExtend) lock.keepAlive(o.maxHold);
   host.track(lock);
-  host.lockHost.emit('acquired', { resources: grant.resources, fence: grant.fence, value: grant.token, attempts, waited });
+  if (host.lockHost.observed('acquired'))
+    host.lockHost.emit('acquired', { resources: grant.resources, fence: grant.fence, value: grant.token, attempts, waited });
   return lock;
 }
 
@@ -62,7 +66,7 @@ export function acquireHold(host: HoldHost, win: Win, opts: AcquireOptions | und
 
 /** tryAcquire() of a primitive: one round; null when held, QuorumError when nodes failed. */
 export async function tryHold(host: HoldHost, win: Win, opts: unknown): Promise<Lock | null> {
-  const o = { ...resolveAcquireOptions(opts, host.options), timeout: 0 };
+  const o = resolveTryAcquireOptions(opts, host.options);
   try {
     return await hold(host, win, o);
   } catch (error) {
