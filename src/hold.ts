@@ -21,10 +21,8 @@ export interface HoldHost {
   readonly options: ResolvedManagerOptions;
   /** aborts (reason: ManagerClosedError) when the manager closes */
   readonly closing: AbortSignal;
-  /** the manager now holds this lock: close() releases it */
+  /** the manager now holds this lock: close() releases it (and watches its validity if anyone would see its loss) */
   track(lock: Lock): void;
-  /** someone would see a lock's loss as it happens ('lost' listeners, diagnostics, meters): watch new locks' validity */
-  lossObserved(): boolean;
 }
 
 /** What the semaphore and the read-write lock need from their manager. Built once per manager. */
@@ -42,7 +40,7 @@ export async function holdGrant(host: HoldHost, o: ResolvedAcquire, win: (signal
   const signal = o.signal ? AbortSignal.any([o.signal, host.closing]) : host.closing;
   signal.throwIfAborted();
   const { grant, attempts, waited } = await win(signal);
-  const lock = new Lock(host.lockHost, grant, host.lossObserved());
+  const lock = new Lock(host.lockHost, grant);
   if (host.closing.aborted) {
     await lock.release();
     throw host.closing.reason;

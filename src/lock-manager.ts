@@ -109,10 +109,10 @@ export class LockManager {
       closing: this.#closing.signal,
       track: (lock) => {
         held.add(lock);
-        telemetry.lockAcquired(lock);
+        // Its loss is watched as it happens only if a meter, a diagnostics subscriber or a listener would see it.
+        if (telemetry.lockAcquired(lock) || this.#events.listenerCount('lost') > 0) lock.watch();
         if (held.size >= this.#sweepAt) this.#sweep();
       },
-      lossObserved: () => this.#observed('lost'),
     };
   }
 

@@ -90,14 +90,13 @@ export class Lock implements AsyncDisposable, Timed {
   #unwatch: (() => void) | undefined;
   #releasing: Promise<ReleaseResult> | undefined;
 
-  /** @internal Created by hold.ts from a won grant; `watch`: arm the end-of-validity wake-up at once. */
-  constructor(host: LockHost, grant: Grant, watch: boolean) {
+  /** @internal Created by hold.ts from a won grant, unwatched (see {@link Lock.watch}). */
+  constructor(host: LockHost, grant: Grant) {
     this.#host = host;
     this.#grant = grant;
     this.resources = grant.resources;
     this.value = grant.token;
     this.fence = grant.fence;
-    if (watch) this.watch();
   }
 
   /** Aborts when the lock is lost (reason: LockLostError) or released (reason: LockReleasedError). */

@@ -42,7 +42,7 @@ export class Telemetry {
       case 'released':
       case 'extended':
       case 'lost':
-        return lockEventSubscribed(event) || (event === 'lost' && this.#metrics.live);
+        return lockEventSubscribed(event);
       case 'retry':
       case 'nodeError':
         return this.#metrics.live;
@@ -79,12 +79,16 @@ export class Telemetry {
     );
   }
 
-  /** A lock starts being held (right before its 'acquired' event). */
-  lockAcquired(lock: Lock): void {
-    if (!this.#metrics.live) return;
+  /**
+   * A lock starts being held (right before its 'acquired' event). true: a meter or a diagnostics subscriber
+   * would see its loss, so the loss must be noticed as it happens (lock.ts watch()).
+   */
+  lockAcquired(lock: Lock): boolean {
+    if (!this.#metrics.live) return lockEventSubscribed('lost');
     this.#heldSince.set(lock, monotonicNow());
     this.#timed++;
     this.#metrics.lockHeld();
+    return true;
   }
 
   /** A held lock ended, released or lost: called exactly once per lock that lockAcquired saw. */
