@@ -7,6 +7,7 @@ import { Lock, runWhileHeld, type LockHost } from './lock.js';
 import type { PackageCheck } from './optional-package.js';
 import {
   resolveAcquireOptions,
+  resolveTryAcquireOptions,
   resolveWithLockOptions,
   type AcquireOptions,
   type ResolvedAcquire,
@@ -23,7 +24,7 @@ export interface HoldHost {
   readonly closing: AbortSignal;
   /** the client library the manager's URLs need: a missing one fails the call before it starts */
   readonly packages: PackageCheck;
-  /** the manager now holds this lock: close() releases it */
+  /** the manager now holds this lock: close() releases it (and watches its validity if anyone would see its loss) */
   track(lock: Lock): void;
 }
 
@@ -51,7 +52,8 @@ export async function holdGrant(host: HoldHost, o: ResolvedAcquire, win: (signal
   }
   if (o.autoExtend) lock.keepAlive(o.maxHold);
   host.track(lock);
-  host.lockHost.emit('acquired', { resources: grant.resources, fence: grant.fence, value: grant.token, attempts, waited });
+  if (host.lockHost.observed('acquired'))
+    host.lockHost.emit('acquired', { resources: grant.resources, fence: grant.fence, value: grant.token, attempts, waited });
   return lock;
 }
 
@@ -67,7 +69,7 @@ export function acquireHold(host: HoldHost, win: Win, opts: AcquireOptions | und
 
 /** tryAcquire() of a primitive: one round; null when held, QuorumError when nodes failed. */
 export async function tryHold(host: HoldHost, win: Win, opts: unknown): Promise<Lock | null> {
-  const o = { ...resolveAcquireOptions(opts, host.options), timeout: 0 };
+  const o = resolveTryAcquireOptions(opts, host.options);
   try {
     return await hold(host, win, o);
   } catch (error) {

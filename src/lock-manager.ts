@@ -19,6 +19,7 @@ import {
   resolveManagerOptions,
   resolveResources,
   resolveSingleResource,
+  resolveTryAcquireOptions,
   resolveWithLockOptions,
   type AcquireOptions,
   type LockManagerOptions,
@@ -28,6 +29,9 @@ import {
 } from './options.js';
 
 export type { LockInfo } from './backend.js';
+
+/** Below this many held locks, no sweep for leases that ran out unwatched (lock.ts): not worth a pass. */
+const SWEEP_MIN = 1024;
 
 /** A client the manager accepts as one node: ioredis Redis/Cluster, node-redis client/cluster, or a redis:// URL. */
 export type RedisClientInput = string | object;
@@ -60,6 +64,10 @@ export class LockManager {
   readonly #telemetry: Telemetry;
   /** whether the client library a URL needs is installed (a missing one fails every call at once) */
   readonly #packages: PackageCheck;
+  /** reports a waiter's retry: made once, not per acquire */
+  readonly #onRetry = (info: LockEvents['retry'][0]): void => this.#emit('retry', info);
+  /** #held's size at which the next sweep for locks whose lease ran out unwatched is due */
+  #sweepAt = SWEEP_MIN;
 
   /**
    * `clients`: Redis clients (ioredis, node-redis, `redis://` URLs), one per independent node; or an etcd3
@@ -92,6 +100,7 @@ export class LockManager {
       checkTtl: (ttl) => checkLeaseTtl(ttl, this.#options),
       releasedHere: (resource) => backend.releasedHere(resource),
       scheduler: this.#scheduler,
+      observed: (event) => this.#observed(event),
       emit: (event, ...args) => this.#emit(event, ...args),
       // Only the first forget of a held lock ends it: a lost lock is forgotten again by its later release().
       forget: (lock) => {
@@ -106,7 +115,9 @@ export class LockManager {
       packages: this.#packages,
       track: (lock) => {
         held.add(lock);
-        telemetry.lockAcquired(lock);
+        // Its loss is watched as it happens only if a meter, a diagnostics subscriber or a listener would see it.
+        if (telemetry.lockAcquired(lock) || this.#events.listenerCount('lost') > 0) lock.watch();
+        if (held.size >= this.#sweepAt) this.#sweep();
       },
     };
   }
@@ -123,27 +134,36 @@ export class LockManager {
 
   /** Waits until the lock is held, `timeout` passes (LockTimeoutError) or `signal` aborts. */
   acquire(resource: string | readonly string[], opts?: AcquireOptions): Promise<Lock> {
-    return this.#start(() => {
-      const resources = resolveResources(resource);
-      const o = resolveAcquireOptions(opts, this.#options);
-      return this.#telemetry.acquire('acquire', resources, o, () => this.#acquire(resources, o));
-    });
+    // No closure for #start here: the common call makes none before it reaches the backend.
+    if (this.#closing.signal.aborted) return Promise.reject(new ManagerClosedError());
+    let resources: readonly string[];
+    let o: ResolvedAcquire;
+    try {
+      resources = resolveResources(resource);
+      o = resolveAcquireOptions(opts, this.#options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.#telemetry.quiet) return this.#acquire(resources, o);
+    return this.#telemetry.acquire('acquire', resources, o, () => this.#acquire(resources, o));
   }
 
   /** One attempt, no waiting: null when another owner holds it; QuorumError when nodes failed. */
   tryAcquire(resource: string | readonly string[], opts?: Omit<AcquireOptions, 'timeout'>): Promise<Lock | null> {
     return this.#start(() => {
       const resources = resolveResources(resource);
-      const o = { ...resolveAcquireOptions(opts, this.#options), timeout: 0 };
-      return this.#telemetry.acquire('tryAcquire', resources, o, async () => {
-        try {
-          return await this.#acquire(resources, o);
-        } catch (error) {
-          if (error instanceof LockError && error.code === 'ACQUIRE_TIMEOUT') return null;
-          throw error;
-        }
-      });
+      const o = resolveTryAcquireOptions(opts, this.#options);
+      return this.#telemetry.acquire('tryAcquire', resources, o, () => this.#tryAcquire(resources, o));
     });
+  }
+
+  async #tryAcquire(resources: readonly string[], o: ResolvedAcquire): Promise<Lock | null> {
+    try {
+      return await this.#acquire(resources, o);
+    } catch (error) {
+      if (error instanceof LockError && error.code === 'ACQUIRE_TIMEOUT') return null;
+      throw error;
+    }
   }
 
   /**
@@ -156,7 +176,10 @@ export class LockManager {
       const resources = resolveResources(resource);
       const o = resolveWithLockOptions(opts, this.#options);
       if (typeof fn !== 'function') throw new InvalidArgumentError('withLock needs a function to run under the lock');
-      const lock = await this.#telemetry.acquire('withLock', resources, o, () => this.#acquire(resources, o));
+      const telemetry = this.#telemetry;
+      const lock = await (telemetry.quiet
+        ? this.#acquire(resources, o)
+        : telemetry.acquire('withLock', resources, o, () => this.#acquire(resources, o)));
       return runWhileHeld(lock, fn);
     });
   }
@@ -190,12 +213,14 @@ export class LockManager {
   /** Listens to an event; see {@link LockEvents} for the names and payloads. */
   on<E extends LockEventName>(event: E, listener: LockEventListener<E>): this {
     this.#events.on(event, listener as (...args: unknown[]) => void);
+    if (event === 'lost') this.#watchHeld();
     return this;
   }
 
   /** Listens to the next occurrence of an event only. */
   once<E extends LockEventName>(event: E, listener: LockEventListener<E>): this {
     this.#events.once(event, listener as (...args: unknown[]) => void);
+    if (event === 'lost') this.#watchHeld();
     return this;
   }
 
@@ -206,7 +231,22 @@ export class LockManager {
   }
 
   #acquire(resources: readonly string[], o: ResolvedAcquire): Promise<Lock> {
-    return holdGrant(this.#holdHost, o, (signal) => this.#backend.acquire(resources, o, signal, (info) => this.#emit('retry', info)));
+    return holdGrant(this.#holdHost, o, (signal) => this.#backend.acquire(resources, o, signal, this.#onRetry));
+  }
+
+  /** A 'lost' listener now exists: locks held unwatched so far must report their loss as it happens, too. */
+  #watchHeld(): void {
+    for (const lock of this.#held) lock.watch();
+  }
+
+  /**
+   * Locks whose lease ran out while nobody watched them stay in #held until their next use. Sweeping them
+   * out whenever #held has doubled since the last sweep keeps it within twice the locks really held, at
+   * amortised constant cost per acquire, with no timer.
+   */
+  #sweep(): void {
+    for (const lock of this.#held) lock.settle();
+    this.#sweepAt = Math.max(SWEEP_MIN, 2 * this.#held.size);
   }
 
   /** A counting semaphore over this manager's nodes: at most `limit` permits held at once. InvalidArgumentError on bad input. */
@@ -236,6 +276,11 @@ export class LockManager {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /** A listener, a diagnostics subscriber or a meter would see `event`: only then is its payload worth building. */
+  #observed(event: LockEventName): boolean {
+    return this.#events.listenerCount(event) > 0 || this.#telemetry.observes(event);
   }
 
   #emit<E extends LockEventName>(event: E, ...args: LockEvents[E]): void {

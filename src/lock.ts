@@ -33,6 +33,8 @@ export interface LockHost {
   /** a held mutex on one resource was released by this process: a waiter here may take it at once */
   releasedHere(resource: string): void;
   readonly scheduler: Scheduler;
+  /** someone would see event `E` (a listener, a diagnostics subscriber, a meter): its payload is only built then */
+  observed(event: keyof LockEvents): boolean;
   emit<E extends keyof LockEvents>(event: E, ...args: LockEvents[E]): void;
   /** The lock is no longer held (released or lost); may be called twice (lost, then released). */
   forget(lock: Lock): void;
@@ -46,6 +48,13 @@ type State = 'held' | 'released' | 'lost';
  * A held lock. Its lease is only trusted through `remaining()`, computed on
  * the monotonic clock with drift already subtracted; when that runs out
  * without an extension the lock counts as lost, and `signal` aborts at once.
+ *
+ * Nothing is scheduled for a lock nobody watches: the wake-up at the end of
+ * its validity is armed only once something would see the loss as it happens
+ * (its `signal` was read, auto-extension, a 'lost' listener, a diagnostics
+ * subscriber or a meter when it was acquired). Unwatched, the loss is found on
+ * the lock's next use instead (`release`, `extend`, `signal`, `lostError`) or
+ * by the manager's sweep of its held locks, with the same outcome.
  */
 export class Lock implements AsyncDisposable, Timed {
   /** what is locked, sorted */
@@ -60,14 +69,17 @@ export class Lock implements AsyncDisposable, Timed {
   #grant: Grant;
   #state: State = 'held';
   #lostError: LockLostError | undefined;
-  #validUntilWall: number;
+  /** the wall-clock estimate of #grant.validUntil, made when first asked for */
+  #validUntilWall: number | undefined;
   readonly #host: LockHost;
   // Made on first use of `signal`: an AbortSignal costs ~700 bytes, most holders never look at it.
   #controller: AbortController | undefined;
   /** why the lock stopped being held; a function until someone needs the error (building one costs a stack trace) */
   #abortReason: LockError | (() => LockError) | undefined;
-  // One scheduler entry per lock, for whichever comes first: the next extension or the end of validity.
+  // One scheduler entry per watched lock, for whichever comes first: the next extension or the end of validity.
   #timer: Entry | undefined;
+  /** the end of validity is watched (a wake-up armed): something sees a loss the moment it happens */
+  #watched = false;
   /** monotonic time of the next auto-extension; Infinity when not auto-extending (or a round is in flight) */
   #extendAt = Infinity;
   /** auto-extension is on, and stops at this monotonic time (maxHold) */
@@ -78,29 +90,31 @@ export class Lock implements AsyncDisposable, Timed {
   #unwatch: (() => void) | undefined;
   #releasing: Promise<ReleaseResult> | undefined;
 
-  /** @internal Created by LockManager. */
+  /** @internal Created by hold.ts from a won grant, unwatched (see {@link Lock.watch}). */
   constructor(host: LockHost, grant: Grant) {
     this.#host = host;
     this.#grant = grant;
     this.resources = grant.resources;
     this.value = grant.token;
     this.fence = grant.fence;
-    this.#validUntilWall = this.#wallClock(grant.validUntil);
-    this.#arm();
   }
 
   /** Aborts when the lock is lost (reason: LockLostError) or released (reason: LockReleasedError). */
   get signal(): AbortSignal {
     if (!this.#controller) {
+      // Read after the lease ran out unwatched: the signal is born aborted with the LockLostError.
+      this.settle();
       this.#controller = new AbortController();
       const reason = this.#reason();
       if (reason) this.#controller.abort(reason);
+      else this.watch();
     }
     return this.#controller.signal;
   }
 
   /** Wall-clock estimate (epoch ms) of the end of guaranteed validity, for display only. */
   get validUntil(): number {
+    this.#validUntilWall ??= this.#wallClock(this.#grant.validUntil);
     return this.#validUntilWall;
   }
 
@@ -117,7 +131,24 @@ export class Lock implements AsyncDisposable, Timed {
 
   /** @internal The error the lock was lost with, if it was. */
   get lostError(): LockLostError | undefined {
+    this.settle();
     return this.#lostError;
+  }
+
+  /**
+   * @internal Arms the end-of-validity wake-up, so a loss is seen the moment it happens (signal aborted,
+   * 'lost' emitted). Idempotent; nothing to do once the lock is no longer held.
+   */
+  watch(): void {
+    if (this.#watched || this.#state !== 'held') return;
+    this.#watched = true;
+    this.#arm();
+  }
+
+  /** @internal An unwatched lock whose validity ran out is lost now, as its wake-up would have made it. */
+  settle(): void {
+    if (this.#state === 'held' && !this.#watched && monotonicNow() >= this.#grant.validUntil)
+      this.#lose('its lease ran out without an extension');
   }
 
   /** Extend the lease to `ttl` ms from now on a quorum of nodes; on failure the lock is lost and this rejects with LockLostError. */
@@ -140,16 +171,20 @@ export class Lock implements AsyncDisposable, Timed {
   /** Compare-and-delete on all nodes: never deletes another owner's key. Idempotent; never rejects. */
   release(): Promise<ReleaseResult> {
     if (this.#releasing) return this.#releasing;
+    // A lease that ran out unwatched ends as lost, exactly as if its wake-up had come first.
+    this.settle();
     const wasHeld = this.#state === 'held';
     this.#state = 'released';
     this.#stopTimers();
     this.#unwatch?.();
     if (wasHeld) this.#abort(() => new LockReleasedError(this.resources));
-    this.#releasing = this.#ops().release(this.#grant).then((result) => {
-      this.#host.forget(this);
-      this.#host.emit('released', { resources: this.resources, fence: this.fence, ...result });
-      return result;
-    });
+    this.#releasing = this.#ops()
+      .release(this.#grant)
+      .then((result) => {
+        this.#host.forget(this);
+        if (this.#host.observed('released')) this.#host.emit('released', { resources: this.resources, fence: this.fence, ...result });
+        return result;
+      });
     // The release requests are written: a waiter of this process woken now sends its attempt right behind them.
     if (wasHeld && !this.#grant.ops && this.resources.length === 1) this.#host.releasedHere(this.resources[0] as string);
     return this.#releasing;
@@ -169,6 +204,7 @@ export class Lock implements AsyncDisposable, Timed {
   keepAlive(maxHold: number): void {
     if (this.#state !== 'held') return;
     this.#autoExtend = true;
+    this.#watched = true;
     this.#extendUntil = monotonicNow() + maxHold;
     this.#planExtension(this.#grant.ttl / 3);
     // A store that can say at once that the grant is gone (etcd: its key deleted) is listened to meanwhile.
@@ -205,8 +241,9 @@ export class Lock implements AsyncDisposable, Timed {
     this.#arm();
   }
 
-  /** (Re)schedules the one wake-up for the earlier of the next extension and the end of validity. */
+  /** (Re)schedules the one wake-up for the earlier of the next extension and the end of validity (watched locks only). */
   #arm(): void {
+    if (!this.#watched) return;
     const at = Math.min(this.#extendAt, this.#grant.validUntil);
     // An entry due no later than needed is kept: waking early costs a re-check, cancelling leaves a stale entry.
     if (this.#timer && !this.#timer.cancelled && this.#timer.at <= at) return;
@@ -223,10 +260,11 @@ export class Lock implements AsyncDisposable, Timed {
     if (this.#state !== 'held') throw this.#lostError ?? new LockLostError(this.resources, 'it was released during the extension');
     if ('grant' in outcome) {
       this.#grant = outcome.grant;
-      this.#validUntilWall = this.#wallClock(outcome.grant.validUntil);
+      this.#validUntilWall = undefined;
       // Auto-extension arms the next wake-up itself once this round is done.
       if (!this.#autoExtend) this.#arm();
-      this.#host.emit('extended', { resources: this.resources, fence: this.fence, ttl, remaining: this.remaining() });
+      if (this.#host.observed('extended'))
+        this.#host.emit('extended', { resources: this.resources, fence: this.fence, ttl, remaining: this.remaining() });
       return true;
     }
     const { failures, extended } = outcome;

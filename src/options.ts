@@ -122,9 +122,7 @@ export const DEFAULTS: ResolvedManagerOptions = Object.freeze({
 });
 
 const MAX_TTL = 2 ** 31 - 1;
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** The validity arithmetic's one constant part: how much a lease loses to clock drift. */
 /** Options that only mean something for Redis (its clocks, its restarts, its nodes, its replicas). */
 const REDIS_ONLY = ['driftFactor', 'restartQuarantine', 'nodeTimeout', 'waitForReplicas'] as const;
 
@@ -137,6 +135,7 @@ export function rejectRedisOnlyOptions(given: LockManagerOptions | undefined, wh
     if (given && given[name] !== undefined) throw new InvalidArgumentError(`${name} only applies to Redis; ${why}`);
 }
 
+/** The validity arithmetic's one constant part: how much a lease loses to clock drift. */
 export function driftOf(ttl: number, driftFactor: number): number {
   return Math.floor(ttl * driftFactor) + 2;
 }
@@ -179,9 +178,35 @@ export interface ResolvedAcquire {
   readonly maxHold: number;
 }
 
+/** A manager's calls made without options resolve to these, built once per manager options (a call then allocates none). */
+interface CallDefaults {
+  readonly acquire: ResolvedAcquire;
+  readonly tryAcquire: ResolvedAcquire;
+  readonly withLock: ResolvedAcquire;
+}
+
+const callDefaults = new WeakMap<ResolvedManagerOptions, CallDefaults>();
+
+function defaultsOf(m: ResolvedManagerOptions): CallDefaults {
+  let d = callDefaults.get(m);
+  if (d === undefined) {
+    const acquire: ResolvedAcquire = Object.freeze({
+      ttl: m.ttl,
+      timeout: m.acquireTimeout,
+      signal: undefined,
+      retry: m.retry,
+      fair: true,
+      autoExtend: false,
+      maxHold: Infinity,
+    });
+    d = { acquire, tryAcquire: Object.freeze({ ...acquire, timeout: 0 }), withLock: Object.freeze({ ...acquire, autoExtend: true }) };
+    callDefaults.set(m, d);
+  }
+  return d;
+}
+
 export function resolveAcquireOptions(opts: unknown, m: ResolvedManagerOptions): ResolvedAcquire {
-  if (opts === undefined)
-    return { ttl: m.ttl, timeout: m.acquireTimeout, signal: undefined, retry: m.retry, fair: true, autoExtend: false, maxHold: Infinity };
+  if (opts === undefined) return defaultsOf(m).acquire;
   const o = plainObject(opts, 'acquire options');
   const ttl = o.ttl === undefined ? m.ttl : checkLeaseTtl(o.ttl, m);
   if (o.signal !== undefined && !(o.signal instanceof AbortSignal))
@@ -200,28 +225,45 @@ export function resolveAcquireOptions(opts: unknown, m: ResolvedManagerOptions):
   };
 }
 
+/** tryAcquire: acquire's options with no waiting (timeout 0). */
+export function resolveTryAcquireOptions(opts: unknown, m: ResolvedManagerOptions): ResolvedAcquire {
+  if (opts === undefined) return defaultsOf(m).tryAcquire;
+  return { ...resolveAcquireOptions(opts, m), timeout: 0 };
+}
+
 /** withLock: acquire's options with auto-extension on unless turned off. */
 export function resolveWithLockOptions(opts: unknown, m: ResolvedManagerOptions): ResolvedAcquire {
+  if (opts === undefined) return defaultsOf(m).withLock;
   const base = resolveAcquireOptions(opts, m);
-  const o = opts === undefined ? {} : (opts as Record<string, unknown>);
-  return { ...base, autoExtend: (o.autoExtend as boolean | undefined) ?? true };
+  return { ...base, autoExtend: ((opts as Record<string, unknown>).autoExtend as boolean | undefined) ?? true };
 }
 
 /** Resources are validated and sorted once: the sorted order is the order keys are locked in. */
 export function resolveResources(resource: unknown): readonly string[] {
+  // One name, the common call: checked alike, without the set and the sort a list needs.
+  if (typeof resource === 'string') return Object.freeze([checkResource(resource)]);
   const list = Array.isArray(resource) ? resource : [resource];
   if (list.length === 0) throw new InvalidArgumentError('resource list is empty');
   const seen = new Set<string>();
   for (const r of list) {
-    if (typeof r !== 'string') throw new InvalidArgumentError(`resource must be a string, got ${show(r)}`);
-    if (r.length === 0) throw new InvalidArgumentError('resource must not be an empty string');
-    // A lone surrogate has no UTF-8 form: Redis would see U+FFFD, and two names would share one key.
-    if (LONE_SURROGATE.test(r)) throw new InvalidArgumentError(`resource ${show(r)} is not well-formed Unicode (lone surrogate)`);
+    checkResource(r);
     if (seen.has(r)) throw new InvalidArgumentError(`duplicate resource ${JSON.stringify(r)}`);
     seen.add(r);
   }
   return Object.freeze([...seen].sort());
 }
+
+function checkResource(r: unknown): string {
+  if (typeof r !== 'string') throw new InvalidArgumentError(`resource must be a string, got ${show(r)}`);
+  if (r.length === 0) throw new InvalidArgumentError('resource must not be an empty string');
+  // A lone surrogate has no UTF-8 form: Redis would see U+FFFD, and two names would share one key.
+  if (!(r as WellFormedString).isWellFormed())
+    throw new InvalidArgumentError(`resource ${show(r)} is not well-formed Unicode (lone surrogate)`);
+  return r;
+}
+
+/** `String.prototype.isWellFormed` (ES2024, in every Node this package supports; not yet in the ES2022 lib typings). */
+type WellFormedString = string & { isWellFormed(): boolean };
 
 export function resolveSingleResource(resource: unknown): string {
   if (Array.isArray(resource)) throw new InvalidArgumentError('expected one resource name, got an array');

@@ -1,6 +1,6 @@
 // node:diagnostics_channel hooks for APM tools. Publishing to a channel nobody
 // subscribes to costs one property read, so every publish checks that first.
-import { channel, tracingChannel, type TracingChannel } from 'node:diagnostics_channel';
+import { channel, tracingChannel, type Channel, type TracingChannel } from 'node:diagnostics_channel';
 import type { LockEvents } from '../events.js';
 import type { Lock } from '../lock.js';
 import type { AcquireMethod, AcquireOutcome } from './metrics.js';
@@ -45,7 +45,7 @@ const extendChannel = channel(DIAGNOSTICS_CHANNELS.extend);
 const lostChannel = channel(DIAGNOSTICS_CHANNELS.lost);
 
 /** `TracingChannel.hasSubscribers` only exists from Node 20.13; before that, ask its five channels. */
-function tracing(): boolean {
+export function tracing(): boolean {
   const c = acquireChannel as TracingChannel<unknown, AcquireTraceContext> & { hasSubscribers?: boolean };
   if (typeof c.hasSubscribers === 'boolean') return c.hasSubscribers;
   return [c.start, c.end, c.asyncStart, c.asyncEnd, c.error].some((ch) => ch.hasSubscribers);
@@ -61,8 +61,17 @@ export function traceAcquire<T>(
   return acquireChannel.tracePromise(() => run(ctx), ctx);
 }
 
+function channelOf(event: 'released' | 'extended' | 'lost'): Channel {
+  return event === 'released' ? releaseChannel : event === 'extended' ? extendChannel : lostChannel;
+}
+
+/** Someone subscribes to the channel of this lock event: its payload must be built. */
+export function lockEventSubscribed(event: 'released' | 'extended' | 'lost'): boolean {
+  return channelOf(event).hasSubscribers;
+}
+
 /** Publishes a lock event's own payload (the very object the event listeners get: treat it as read-only). */
 export function publishLockEvent<E extends 'released' | 'extended' | 'lost'>(event: E, payload: LockEvents[E][0]): void {
-  const target = event === 'released' ? releaseChannel : event === 'extended' ? extendChannel : lostChannel;
+  const target = channelOf(event);
   if (target.hasSubscribers) target.publish(payload);
 }

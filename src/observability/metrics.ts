@@ -1,8 +1,11 @@
 // OpenTelemetry instruments, recorded through @opentelemetry/api only. Without
-// an SDK installed the API hands out no-op instruments, so by default every
-// call here is an empty function call. docs/observability.md lists them all.
+// an SDK installed the API hands out its no-op meter: then no instrument is
+// even created, and every call here returns after one provider lookup (no
+// attribute objects, no clock reads). docs/observability.md lists them all.
 import {
+  createNoopMeter,
   metrics,
+  type Meter,
   ValueType,
   type Counter,
   type Histogram,
@@ -46,8 +49,7 @@ interface Instruments {
   readonly untrusted: ObservableGauge;
 }
 
-function createInstruments(provider: MeterProvider): Instruments {
-  const meter = provider.getMeter(METER_NAME);
+function createInstruments(meter: Meter): Instruments {
   const integer = { valueType: ValueType.INT };
   return {
     acquireDuration: meter.createHistogram('fencelock.acquire.duration', {
@@ -116,8 +118,11 @@ function errorType(error: Error): string {
  */
 export class LockMetrics {
   readonly #provider: MeterProvider | undefined;
+  /** the instruments of #from; undefined while #from is the API's no-op (nothing would be recorded) */
   #instruments: Instruments | undefined;
-  #instrumentsFrom: MeterProvider | undefined;
+  #from: MeterProvider | undefined;
+  /** the untrusted-nodes gauge's sources, registered again on the instruments of every new provider */
+  readonly #untrusted: Array<() => number> = [];
 
   /** With no provider, the global one is used (whatever `metrics.setGlobalMeterProvider` installed, at the time of recording). */
   constructor(provider?: MeterProvider) {
@@ -126,58 +131,71 @@ export class LockMetrics {
 
   // Looked up on every recording rather than once: an SDK registered after the
   // manager was created (a common import-order accident) is still picked up.
-  get #i(): Instruments {
+  #current(): Instruments | undefined {
     const provider = this.#provider ?? metrics.getMeterProvider();
-    if (this.#instruments === undefined || provider !== this.#instrumentsFrom) {
-      this.#instruments = createInstruments(provider);
-      this.#instrumentsFrom = provider;
+    if (provider !== this.#from) {
+      this.#from = provider;
+      const meter = provider.getMeter(METER_NAME);
+      const instruments = meter === createNoopMeter() ? undefined : createInstruments(meter);
+      if (instruments) for (const count of this.#untrusted) instruments.untrusted.addCallback((result) => result.observe(count()));
+      this.#instruments = instruments;
     }
     return this.#instruments;
   }
 
+  /** A real meter is in use: recording is worth its clock reads and attribute objects. */
+  get live(): boolean {
+    return this.#current() !== undefined;
+  }
+
   acquireStarted(): void {
-    this.#i.attempts.add(1);
+    this.#current()?.attempts.add(1);
   }
 
   acquireEnded(method: AcquireMethod, outcome: AcquireOutcome, seconds: number): void {
-    this.#i.acquireDuration.record(seconds, { 'fencelock.method': method, 'fencelock.outcome': outcome });
+    this.#current()?.acquireDuration.record(seconds, { 'fencelock.method': method, 'fencelock.outcome': outcome });
   }
 
   retried(reason: 'notified' | 'timer'): void {
-    const i = this.#i;
+    const i = this.#current();
+    if (!i) return;
     i.attempts.add(1);
     i.retries.add(1, { 'fencelock.reason': reason });
   }
 
   lockHeld(): void {
-    this.#i.held.add(1);
+    this.#current()?.held.add(1);
   }
 
   lockEnded(outcome: HoldOutcome, seconds: number): void {
-    const i = this.#i;
+    const i = this.#current();
+    if (!i) return;
     i.held.add(-1);
     i.holdDuration.record(seconds, { 'fencelock.outcome': outcome });
     if (outcome === 'lost') i.lost.add(1);
   }
 
   nodeError(node: string, operation: string, error: Error): void {
-    this.#i.nodeErrors.add(1, { 'fencelock.node': node, 'fencelock.operation': operation, 'error.type': errorType(error) });
+    this.#current()?.nodeErrors.add(1, { 'fencelock.node': node, 'fencelock.operation': operation, 'error.type': errorType(error) });
   }
 
   extensionFailed(outcome: ExtensionFailure): void {
-    this.#i.extensionFailures.add(1, { 'fencelock.outcome': outcome });
+    this.#current()?.extensionFailures.add(1, { 'fencelock.outcome': outcome });
   }
 
   nodeQuarantined(node: string): void {
-    this.#i.quarantines.add(1, { 'fencelock.node': node });
+    this.#current()?.quarantines.add(1, { 'fencelock.node': node });
   }
 
   nodeRepaired(node: string, seconds: number): void {
-    this.#i.repairDuration.record(seconds, { 'fencelock.node': node });
+    this.#current()?.repairDuration.record(seconds, { 'fencelock.node': node });
   }
 
-  /** Reports `count()` as the untrusted-nodes gauge at every collection. */
+  /** Reports `count()` as the untrusted-nodes gauge at every collection, of this provider and of any registered later. */
   watchUntrusted(count: () => number): void {
-    this.#i.untrusted.addCallback((result) => result.observe(count()));
+    // Instruments made by this very lookup register the list as it was before this source joins it.
+    const instruments = this.#current();
+    this.#untrusted.push(count);
+    instruments?.untrusted.addCallback((result) => result.observe(count()));
   }
 }

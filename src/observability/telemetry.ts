@@ -5,7 +5,7 @@
 import { monotonicNow } from '../clock.js';
 import type { LockEventName, LockEvents } from '../events.js';
 import type { Lock } from '../lock.js';
-import { publishLockEvent, traceAcquire } from './diagnostics.js';
+import { lockEventSubscribed, publishLockEvent, traceAcquire, tracing } from './diagnostics.js';
 import { meterProviderOption } from './meter-provider.js';
 import { LockMetrics, type AcquireMethod, type AcquireOutcome, type ExtensionFailure } from './metrics.js';
 import { acquireFailure } from './outcome.js';
@@ -20,10 +20,35 @@ export interface AcquireRequest {
 export class Telemetry {
   readonly #metrics: LockMetrics;
   readonly #heldSince = new WeakMap<Lock, number>();
+  /** locks in #heldSince: none while no meter records, so ending a lock then costs no lookup */
+  #timed = 0;
 
   /** `options` are the manager's raw options: only `meterProvider` is read (and checked) here. */
   constructor(options: unknown) {
     this.#metrics = new LockMetrics(meterProviderOption(options));
+  }
+
+  /**
+   * Nothing would see an acquire's timing or trace (no real meter, no tracing subscriber): the manager then
+   * runs it bare, without `acquire()`'s wrapper, clock reads and closures.
+   */
+  get quiet(): boolean {
+    return !this.#metrics.live && !tracing();
+  }
+
+  /** Someone would see event `event` through metrics or a diagnostics channel. */
+  observes(event: LockEventName): boolean {
+    switch (event) {
+      case 'released':
+      case 'extended':
+      case 'lost':
+        return lockEventSubscribed(event);
+      case 'retry':
+      case 'nodeError':
+        return this.#metrics.live;
+      default:
+        return false;
+    }
   }
 
   /** Times and traces one acquire call; `run` resolves null only for a tryAcquire that found the lock busy. */
@@ -54,17 +79,25 @@ export class Telemetry {
     );
   }
 
-  /** A lock starts being held (right before its 'acquired' event). */
-  lockAcquired(lock: Lock): void {
+  /**
+   * A lock starts being held (right before its 'acquired' event). true: a meter or a diagnostics subscriber
+   * would see its loss, so the loss must be noticed as it happens (lock.ts watch()).
+   */
+  lockAcquired(lock: Lock): boolean {
+    if (!this.#metrics.live) return lockEventSubscribed('lost');
     this.#heldSince.set(lock, monotonicNow());
+    this.#timed++;
     this.#metrics.lockHeld();
+    return true;
   }
 
   /** A held lock ended, released or lost: called exactly once per lock that lockAcquired saw. */
   lockEnded(lock: Lock): void {
+    if (this.#timed === 0) return;
     const since = this.#heldSince.get(lock);
     if (since === undefined) return;
     this.#heldSince.delete(lock);
+    this.#timed--;
     this.#metrics.lockEnded(lock.lostError ? 'lost' : 'released', (monotonicNow() - since) / 1000);
   }
 

@@ -62,6 +62,23 @@ describe('metrics (3 nodes)', { concurrency: false }, () => {
     assert.equal(snapshot.histogram('fencelock.hold.duration', { 'fencelock.outcome': 'lost' }).count, 1);
     await otel.shutdown();
   });
+  test('with a meter and no listener, a lease that runs out is counted lost when it runs out, not at the next use', async () => {
+    const otel = inMemoryMetrics();
+    try {
+      const locks = await readyManager(nodes(), 'ioredis', withProvider(OPTIONS, otel));
+      const lock = await locks.acquire(uniqueResource('meter-watches'), { ttl: 300 });
+      // The lock is neither used nor listened to: only the meter's need makes its end watched.
+      await new Promise((resolve) => setTimeout(resolve, lock.remaining() + 100)); // the lease's own end: nothing to wait on
+      const snapshot = await otel.read();
+      assert.equal(snapshot.total('fencelock.locks.lost'), 1);
+      assert.equal(snapshot.total('fencelock.locks.held'), 0);
+      assert.equal(snapshot.histogram('fencelock.hold.duration', { 'fencelock.outcome': 'lost' }).count, 1);
+      assert.ok(lock.lostError instanceof LockLostError);
+    } finally {
+      await otel.shutdown();
+    }
+  });
+
   // Last in this block: it ends by killing two of the three nodes.
   test('a scripted scenario: acquired, timeout, aborted, busy, closed, released, lost, then no_quorum with node errors by node', async () => {
     const otel = inMemoryMetrics();
