@@ -44,6 +44,8 @@ export interface Client {
   on(event: 'state', listener: (state: ClientState) => void): unknown;
   removeListener(event: 'state', listener: (state: ClientState) => void): unknown;
   transaction(): Transaction;
+  create(path: string, callback: (error: Failure, path: string) => void): void;
+  create(path: string, data: Buffer, mode: number, callback: (error: Failure, path: string) => void): void;
   mkdirp(path: string, callback: (error: Failure, path: string) => void): void;
   exists(path: string, callback: (error: Failure, stat: Stat) => void): void;
   exists(path: string, watcher: Watcher, callback: (error: Failure, stat: Stat) => void): void;
