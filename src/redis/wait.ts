@@ -18,8 +18,19 @@ export function queueLease(opts: ResolvedAcquire, nodeTimeout: number): number {
 }
 
 /** A waiter's place in line: its arrival time, with sub-millisecond precision so that callers rarely tie. */
-function ticketNow(): string {
+export function ticketNow(): string {
   return (performance.timeOrigin + performance.now()).toFixed(3);
+}
+
+/**
+ * When a caller that waited in its process (local-queue.ts) arrived: its timeout counts from then, and its
+ * place in the nodes' queue is its arrival, not the moment its turn to go to the nodes came.
+ */
+export interface Arrival {
+  /** monotonic ms */
+  readonly started: number;
+  /** see ticketNow */
+  readonly ticket: string;
 }
 
 /**
@@ -45,10 +56,11 @@ export async function acquireWaiting(
   opts: ResolvedAcquire,
   signal: AbortSignal | undefined,
   onRetry: (info: RetryInfo) => void,
+  arrival?: Arrival,
 ): Promise<WaitResult> {
   signal?.throwIfAborted();
   const token = redlock.waiterToken();
-  const started = monotonicNow();
+  const started = arrival?.started ?? monotonicNow();
   const deadline = started + opts.timeout;
   const waits = opts.timeout > 0;
   const queue: QueueOptions = {
@@ -56,7 +68,7 @@ export async function acquireWaiting(
     // contract's tryAcquire is null only while another owner holds the lock (a dead waiter at the head of the
     // line must not make a free lock look taken).
     fair: opts.fair && waits,
-    ticket: waits && opts.fair ? ticketNow() : '',
+    ticket: waits && opts.fair ? (arrival?.ticket ?? ticketNow()) : '',
     lease: queueLease(opts, redlock.options.nodeTimeout),
   };
   let inFlight: Promise<unknown> = Promise.resolve();

@@ -1,5 +1,6 @@
 import { NodeError, NodeTimeoutError } from '../../errors.js';
-import { Deadlines } from './deadlines.js';
+import { Deadlines, type Deadline } from './deadlines.js';
+import { InFlight } from './in-flight.js';
 import type { ClientDriver, RedisNode, Script } from './types.js';
 
 /**
@@ -20,6 +21,10 @@ export class DriverNode implements RedisNode {
   private stopReadyListener: (() => void) | undefined;
   /** one timer for every request in flight (see deadlines.ts) */
   private readonly deadlines = new Deadlines();
+  /** requests on the main connection's wire, capped; the rest wait in the process (in-flight.ts) */
+  readonly inFlight = new InFlight(MAX_IN_FLIGHT);
+  /** performance.now() of the last answer on the main connection: a busy node keeps answering, a hung one does not */
+  private lastHeard = -Infinity;
 
   constructor(private readonly driver: ClientDriver) {
     this.name = driver.name;
@@ -46,7 +51,7 @@ export class DriverNode implements RedisNode {
       command[1] = script.source;
       return this.driver.send(command);
     };
-    return this.bounded(() => this.driver.send(command), performance.now() + timeoutMs, timeoutMs, script.label, retry);
+    return this.bounded(() => this.driver.send(command), performance.now() + timeoutMs, timeoutMs, script.label, retry, true);
   }
 
   waitForReplicas(routingKey: string, replicas: number, waitMs: number, requested: number): Promise<number> {
@@ -58,7 +63,7 @@ export class DriverNode implements RedisNode {
         return Promise.reject(new NodeError(this.name, 'WAIT cannot be routed to a key’s master with this Cluster client'));
       return this.driver.sendRouted(routingKey, args);
     };
-    return this.bounded(send, performance.now() + timeoutMs, timeoutMs, 'WAIT').then(Number);
+    return this.bounded(send, performance.now() + timeoutMs, timeoutMs, 'WAIT', undefined, true).then(Number);
   }
 
   subscribe(channel: string, onMessage: (message: string) => void, requested: number): Promise<void> {
@@ -87,6 +92,13 @@ export class DriverNode implements RedisNode {
   /**
    * Waits for a ready connection and then for the answer, both within one deadline. `retry`, given the
    * error of the first send, may send once more within the same deadline (NOSCRIPT: EVAL instead).
+   *
+   * `gated` (requests on the main connection): on a ready connection the request first waits for one of the
+   * node's MAX_IN_FLIGHT slots (in-flight.ts), and its timeout counts from when it is handed to the client.
+   * When that timeout passes, the request fails only if the node has answered nothing since it was sent: a
+   * node still answering the requests ahead of it is busy, not hung, and the request waits on (up to
+   * LIVE_NODE_PATIENCE timeouts in all; on a standalone connection answers come in order, a Cluster client's
+   * answers may come from other shards and do not count).
    */
   private bounded<T>(
     send: () => Promise<T>,
@@ -94,23 +106,34 @@ export class DriverNode implements RedisNode {
     timeoutMs: number,
     what: string,
     retry?: (error: NodeError) => Promise<T> | undefined,
+    gated = false,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let done = false;
       let stopWaiting: (() => void) | undefined;
+      let timer: Deadline | undefined;
+      /** performance.now() when handed to the client through the gate (undefined: not gated, or not yet) */
+      let sentAt: number | undefined;
       const finish = (): boolean => {
         if (done) return false;
         done = true;
-        this.deadlines.done(timer);
+        if (timer) this.deadlines.done(timer);
         stopWaiting?.();
+        if (sentAt !== undefined) this.inFlight.leave();
         return true;
       };
+      const heard = (): void => {
+        this.lastHeard = performance.now();
+        if (gated) this.inFlight.answered();
+      };
       const answered = (value: T): void => {
+        heard();
         if (!finish()) return;
         this.lastError = undefined; // it answered: whatever went wrong before is over
         resolve(value);
       };
       const failed = (error: unknown): void => {
+        if (isReplyError(error)) heard();
         if (done) return;
         const wrapped = this.wrap(error, what);
         const again = retry?.(wrapped);
@@ -122,12 +145,34 @@ export class DriverNode implements RedisNode {
       // Node runs due timers before it reads the sockets: after a stall of this process (a burst of
       // requests sent in one go, a long synchronous task) the answer may already be waiting unread.
       // setImmediate runs after the sockets are read, so such an answer still wins.
-      const timer = this.deadlines.add(deadline, () =>
+      const expire = (): void => {
         setImmediate(() => {
-          if (finish()) reject(this.timeoutError(timeoutMs, what));
-        }),
-      );
+          if (done) return;
+          const now = performance.now();
+          if (sentAt !== undefined && !this.isCluster && this.lastHeard > sentAt && now - sentAt < LIVE_NODE_PATIENCE * timeoutMs) {
+            timer = this.deadlines.add(Math.max(now, this.lastHeard) + timeoutMs, expire);
+            return;
+          }
+          if (!finish()) return;
+          if (sentAt !== undefined && this.lastHeard <= sentAt) this.inFlight.unresponsive();
+          reject(this.timeoutError(timeoutMs, what));
+        });
+      };
       const state = this.driver.state();
+      if (state === 'ready' && gated) {
+        this.inFlight.enter(
+          () => {
+            sentAt = performance.now();
+            timer = this.deadlines.add(sentAt + timeoutMs, expire);
+            go();
+          },
+          () => {
+            if (finish()) reject(this.timeoutError(timeoutMs, what));
+          },
+        );
+        return;
+      }
+      timer = this.deadlines.add(deadline, expire);
       if (state === 'ready') go();
       else if (state === 'closed') {
         if (finish()) reject(new NodeError(this.name, `connection is closed (${what})`));
@@ -181,4 +226,20 @@ export class DriverNode implements RedisNode {
     const e = error instanceof Error ? error : new Error(String(error));
     return new NodeError(this.name, `${e.message} (${what})`, { cause: e });
   }
+}
+
+/**
+ * Requests one node's main connection has on the wire at once; the rest wait in the process. Enough to keep
+ * a node busy (its answers stream back while more go out), few enough that the last one is answered in
+ * milliseconds, far inside any sensible nodeTimeout.
+ */
+export const MAX_IN_FLIGHT = 256;
+
+/** How many nodeTimeouts a request may wait on a node that keeps answering the requests ahead of it. */
+export const LIVE_NODE_PATIENCE = 10;
+
+/** An error the server sent (the node answered), as opposed to a connection that failed. */
+function isReplyError(error: unknown): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  return name === 'ReplyError' || name === 'ErrorReply' || name === 'SimpleError';
 }

@@ -1,0 +1,164 @@
+// In-process coalescing of a process's mutex waiters (issue 25). Only one caller of this manager per
+// resource set, the head of the local line, runs the node-level acquire (wait.ts: acquireWaiting) and so takes
+// part in the nodes' queue; the others wait here, each with its own timeout, signal and events, in arrival
+// order. When the head settles (acquired, timed out, aborted, failed), the next caller in line goes to the nodes
+// with its own arrival as its place in their queue. A burst of thousands of callers on one key then costs the
+// nodes what one waiter per process costs, and its memory is a small record per caller.
+import type { RetryInfo, WaitResult } from '../backend.js';
+import { monotonicNow } from '../clock.js';
+import { LockTimeoutError } from '../errors.js';
+import type { ResolvedAcquire } from '../options.js';
+import type { ReleaseNotifications } from './notifications.js';
+import type { Redlock } from './redlock.js';
+import { ticketNow, type Arrival } from './wait.js';
+
+/** The node-level acquire of one caller (acquireWaiting, bound to the manager's nodes). */
+export type NodeAcquire = (
+  resources: readonly string[],
+  opts: ResolvedAcquire,
+  signal: AbortSignal | undefined,
+  onRetry: (info: RetryInfo) => void,
+  arrival?: Arrival,
+) => Promise<WaitResult>;
+
+/** Keeps the resources' release channels subscribed while a line exists; returns the function that lets go. */
+export type KeepSubscribed = (resources: readonly string[]) => () => void;
+
+/** A caller waiting in the process: a node of its line's doubly linked list (O(1) to leave from anywhere). */
+interface Waiter {
+  readonly resources: readonly string[];
+  readonly opts: ResolvedAcquire;
+  readonly signal: AbortSignal | undefined;
+  readonly onRetry: (info: RetryInfo) => void;
+  readonly arrival: Arrival;
+  readonly resolve: (result: WaitResult) => void;
+  readonly reject: (error: unknown) => void;
+  timer: NodeJS.Timeout | undefined;
+  onAbort: (() => void) | undefined;
+  prev: Waiter | undefined;
+  next: Waiter | undefined;
+}
+
+/** The callers of this process for one resource set: one of them at the nodes, the rest in arrival order. */
+interface Line {
+  first: Waiter | undefined;
+  last: Waiter | undefined;
+  /** lets go of the release channels kept subscribed between two heads (undefined: nobody has queued yet) */
+  unsubscribe: (() => void) | undefined;
+}
+
+export class LocalQueues {
+  /** single-resource lines by resource name; multi-resource lines (rare) by their sorted list, apart */
+  readonly #single = new Map<string, Line>();
+  readonly #multi = new Map<string, Line>();
+
+  constructor(
+    private readonly nodeAcquire: NodeAcquire,
+    private readonly keepSubscribed: KeepSubscribed,
+  ) {}
+
+  /**
+   * acquire() of a mutex: straight to the nodes when no other caller of this process waits for the same
+   * resources (the common case costs one map lookup and insert), else in line behind them. A single attempt
+   * (tryAcquire, timeout 0) never waits, so it never queues here either.
+   */
+  acquire(
+    resources: readonly string[],
+    opts: ResolvedAcquire,
+    signal: AbortSignal | undefined,
+    onRetry: (info: RetryInfo) => void,
+  ): Promise<WaitResult> {
+    if (opts.timeout <= 0) return this.nodeAcquire(resources, opts, signal, onRetry);
+    const map = resources.length === 1 ? this.#single : this.#multi;
+    const key = resources.length === 1 ? (resources[0] as string) : JSON.stringify(resources);
+    const line = map.get(key);
+    if (!line) {
+      const created: Line = { first: undefined, last: undefined, unsubscribe: undefined };
+      map.set(key, created);
+      return this.#atNodes(map, key, created, this.nodeAcquire(resources, opts, signal, onRetry));
+    }
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    // The release channels stay subscribed from head to head: each new head listens before its first attempt.
+    line.unsubscribe ??= this.keepSubscribed(resources);
+    return new Promise<WaitResult>((resolve, reject) => {
+      const waiter: Waiter = {
+        resources,
+        opts,
+        signal,
+        onRetry,
+        arrival: { started: monotonicNow(), ticket: opts.fair ? ticketNow() : '' },
+        resolve,
+        reject,
+        timer: undefined,
+        onAbort: undefined,
+        prev: line.last,
+        next: undefined,
+      };
+      if (line.last) line.last.next = waiter;
+      else line.first = waiter;
+      line.last = waiter;
+      waiter.timer = setTimeout(() => {
+        leave(line, waiter);
+        reject(new LockTimeoutError(resources, opts.timeout, 'held by another owner (waited in line behind earlier callers of this process)'));
+      }, opts.timeout);
+      if (signal) {
+        waiter.onAbort = () => {
+          leave(line, waiter);
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', waiter.onAbort, { once: true });
+      }
+    });
+  }
+
+  /** Callers waiting in this process for `resource` (single-resource lines), the one at the nodes not counted. */
+  waitingHere(resource: string): number {
+    let n = 0;
+    for (let w = this.#single.get(resource)?.first; w; w = w.next) n++;
+    return n;
+  }
+
+  /** The line's head is at the nodes with `work`: once it settles, the next caller in line goes. */
+  #atNodes(map: Map<string, Line>, key: string, line: Line, work: Promise<WaitResult>): Promise<WaitResult> {
+    const next = (): void => this.#next(map, key, line);
+    // The next head starts before this one's caller gets its lock: its first attempt leaves ahead of that
+    // caller's release, so the release finds it in the nodes' queue and names it.
+    work.then(next, next);
+    return work;
+  }
+
+  #next(map: Map<string, Line>, key: string, line: Line): void {
+    const waiter = line.first;
+    if (!waiter) {
+      map.delete(key);
+      line.unsubscribe?.();
+      return;
+    }
+    leave(line, waiter);
+    const { resources, opts, signal, onRetry, arrival } = waiter;
+    void this.#atNodes(map, key, line, this.nodeAcquire(resources, opts, signal, onRetry, arrival)).then(waiter.resolve, waiter.reject);
+  }
+}
+
+/** Takes `waiter` out of its line, with its timer and abort listener. */
+function leave(line: Line, waiter: Waiter): void {
+  clearTimeout(waiter.timer);
+  if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
+  if (waiter.prev) waiter.prev.next = waiter.next;
+  else if (line.first === waiter) line.first = waiter.next;
+  if (waiter.next) waiter.next.prev = waiter.prev;
+  else if (line.last === waiter) line.last = waiter.prev;
+  waiter.prev = undefined;
+  waiter.next = undefined;
+}
+
+/**
+ * Keeps the release channels of `resources` subscribed (a watch that listens to nothing): between one head
+ * settling and the next starting, the last listener would otherwise leave, and every head would pay an
+ * unsubscribe, a subscribe and an extra attempt.
+ */
+export function keepSubscribed(redlock: Redlock, notifications: ReleaseNotifications, resources: readonly string[]): () => void {
+  const released = redlock.keys(resources).map((k) => k.channel);
+  const watch = notifications.watch([...released, ...released.map((c) => redlock.managerChannel(c))], () => undefined);
+  return () => watch.stop();
+}
