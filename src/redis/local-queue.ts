@@ -10,6 +10,7 @@ import { LockTimeoutError } from '../errors.js';
 import type { ResolvedAcquire } from '../options.js';
 import type { ReleaseNotifications } from './notifications.js';
 import type { Redlock } from './redlock.js';
+import { onAbort } from './abort-listeners.js';
 import { ticketNow, type Arrival } from './wait.js';
 
 /** The node-level acquire of one caller (acquireWaiting, bound to the manager's nodes). */
@@ -34,7 +35,7 @@ interface Waiter {
   readonly resolve: (result: WaitResult) => void;
   readonly reject: (error: unknown) => void;
   timer: NodeJS.Timeout | undefined;
-  onAbort: (() => void) | undefined;
+  stopListening: (() => void) | undefined;
   prev: Waiter | undefined;
   next: Waiter | undefined;
 }
@@ -90,7 +91,7 @@ export class LocalQueues {
         resolve,
         reject,
         timer: undefined,
-        onAbort: undefined,
+        stopListening: undefined,
         prev: line.last,
         next: undefined,
       };
@@ -101,13 +102,11 @@ export class LocalQueues {
         leave(line, waiter);
         reject(new LockTimeoutError(resources, opts.timeout, 'held by another owner (waited in line behind earlier callers of this process)'));
       }, opts.timeout);
-      if (signal) {
-        waiter.onAbort = () => {
+      if (signal)
+        waiter.stopListening = onAbort(signal, () => {
           leave(line, waiter);
           reject(signal.reason);
-        };
-        signal.addEventListener('abort', waiter.onAbort, { once: true });
-      }
+        });
     });
   }
 
@@ -143,7 +142,7 @@ export class LocalQueues {
 /** Takes `waiter` out of its line, with its timer and abort listener. */
 function leave(line: Line, waiter: Waiter): void {
   clearTimeout(waiter.timer);
-  if (waiter.onAbort) waiter.signal?.removeEventListener('abort', waiter.onAbort);
+  waiter.stopListening?.();
   if (waiter.prev) waiter.prev.next = waiter.next;
   else if (line.first === waiter) line.first = waiter.next;
   if (waiter.next) waiter.next.prev = waiter.prev;

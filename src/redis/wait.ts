@@ -3,6 +3,7 @@ import { monotonicNow } from '../clock.js';
 import { LockTimeoutError, QuorumError } from '../errors.js';
 import type { ResolvedAcquire } from '../options.js';
 import { backoffDelay } from '../backoff.js';
+import { onAbort } from './abort-listeners.js';
 import { acquireRound, dequeueAll } from './cross-slot.js';
 import type { ReleaseNotifications, Watch } from './notifications.js';
 import { Wakeup } from './notifications.js';
@@ -205,7 +206,7 @@ function throwIfNoQuorum(attempt: Attempt, resources: readonly string[]): void {
 export function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return work;
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => {
+    const aborted = (): void => {
       reject(signal.reason);
       work.then(
         (value) => {
@@ -217,15 +218,16 @@ export function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal
         () => undefined,
       );
     };
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) return aborted();
+    // Shared per signal (abort-listeners.ts): thousands of callers guard against the manager's one closing signal.
+    const stop = onAbort(signal, aborted);
     work.then(
       (value) => {
-        signal.removeEventListener('abort', onAbort);
+        stop();
         resolve(value);
       },
       (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
+        stop();
         reject(error);
       },
     );
