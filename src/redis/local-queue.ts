@@ -100,7 +100,9 @@ export class LocalQueues {
       line.last = waiter;
       waiter.timer = setTimeout(() => {
         leave(line, waiter);
-        reject(new LockTimeoutError(resources, opts.timeout, 'held by another owner (waited in line behind earlier callers of this process)'));
+        reject(
+          new LockTimeoutError(resources, opts.timeout, 'held by another owner (waited in line behind earlier callers of this process)'),
+        );
       }, opts.timeout);
       if (signal)
         waiter.stopListening = onAbort(signal, () => {

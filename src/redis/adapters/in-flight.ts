@@ -5,9 +5,9 @@
  * then reaches the node a few hundred at a time instead of all at once, each answered well within its timeout.
  *
  * While the node is judged unresponsive (a request on the wire got no answer, and the node answered nothing
- * else, for a whole timeout) nothing waits here: a request that finds every slot taken fails at once, so a
- * hung node's errors come within one timeout however long the backlog was, and nothing piles up to run on it
- * when it wakes.
+ * else, for a whole timeout) nothing waits here and one request at a time goes out, as a probe: the others fail
+ * at once. So a hung node's errors come within one timeout however long the backlog was, and nothing piles up
+ * to run on it when it wakes; the probe's answer says it is back.
  */
 export class InFlight {
   #active = 0;
@@ -34,7 +34,7 @@ export class InFlight {
    * the node turns out unresponsive first. Each `start` must be matched by one `leave()`.
    */
   enter(start: () => void, fail: () => void): void {
-    if (this.#active < this.limit) {
+    if (this.#active < (this.#unresponsive ? 1 : this.limit)) {
       this.#active++;
       start();
     } else if (this.#unresponsive) fail();
@@ -44,7 +44,7 @@ export class InFlight {
   /** A request that had a slot settled (answered, failed or timed out): the next one in the backlog goes. */
   leave(): void {
     this.#active--;
-    const next = this.#shift();
+    const next = this.#unresponsive ? undefined : this.#shift();
     if (next) {
       this.#active++;
       next.start();

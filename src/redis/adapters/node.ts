@@ -153,9 +153,9 @@ export class DriverNode implements RedisNode {
             timer = this.deadlines.add(Math.max(now, this.lastHeard) + timeoutMs, expire);
             return;
           }
-          if (!finish()) return;
+          // Unresponsive first: the slot this request frees must not send the next one into a hung node.
           if (sentAt !== undefined && this.lastHeard <= sentAt) this.inFlight.unresponsive();
-          reject(this.timeoutError(timeoutMs, what));
+          if (finish()) reject(this.timeoutError(timeoutMs, what));
         });
       };
       const state = this.driver.state();
