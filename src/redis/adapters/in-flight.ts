@@ -5,9 +5,10 @@
  * then reaches the node a few hundred at a time instead of all at once, each answered well within its timeout.
  *
  * While the node is judged unresponsive (a request on the wire got no answer, and the node answered nothing
- * else, for a whole timeout) nothing waits here and one request at a time goes out, as a probe: the others fail
- * at once. So a hung node's errors come within one timeout however long the backlog was, and nothing piles up
- * to run on it when it wakes; the probe's answer says it is back.
+ * else, for a whole timeout) one request at a time goes out, as a probe; the others wait here and are told
+ * (`stalled`) that their wait now counts against their timeout, since it is the node's doing. So a hung node's
+ * errors come within a timeout however long the backlog, nothing piles up to run on it when it wakes, and a
+ * node that only hiccuped serves the waiting requests as soon as it answers again.
  */
 export class InFlight {
   #active = 0;
@@ -24,60 +25,92 @@ export class InFlight {
     return this.#active;
   }
 
-  /** Requests waiting for a slot now. */
+  /** Requests waiting for a slot now (some may have given up and not been dropped yet). */
   get waiting(): number {
     return this.#backlog.length - this.#head;
   }
 
   /**
-   * Calls `start` at once when a slot is free, else when one frees up. `fail` instead, at once or later, when
-   * the node turns out unresponsive first. Each `start` must be matched by one `leave()`.
+   * Calls `start` at once when a slot is free, else when one frees up. `stalled` is called (once) if the
+   * node is or turns unresponsive while the request waits. The returned function withdraws a request that
+   * has not started (it gave up). Each `start` must be matched by one `leave()`.
    */
-  enter(start: () => void, fail: () => void): void {
-    if (this.#active < (this.#unresponsive ? 1 : this.limit)) {
+  enter(start: () => void, stalled: () => void): () => void {
+    if (this.#active < this.#slots()) {
       this.#active++;
       start();
-    } else if (this.#unresponsive) fail();
-    else this.#backlog.push({ start, fail });
+      return noop;
+    }
+    const pending: Pending = { start, stalled, withdrawn: false, told: false };
+    this.#backlog.push(pending);
+    if (this.#unresponsive) tell(pending);
+    return () => void (pending.withdrawn = true);
   }
 
-  /** A request that had a slot settled (answered, failed or timed out): the next one in the backlog goes. */
+  /** A request that had a slot settled (answered, failed or timed out): the next one in the backlog may go. */
   leave(): void {
     this.#active--;
-    const next = this.#unresponsive ? undefined : this.#shift();
-    if (next) {
+    this.#pump();
+  }
+
+  /** The node answered something: it is alive, whatever its backlog. */
+  answered(): void {
+    if (!this.#unresponsive) return;
+    this.#unresponsive = false;
+    this.#pump();
+  }
+
+  /** A request on the wire got no answer for a whole timeout, with no other answer meanwhile. */
+  unresponsive(): void {
+    if (this.#unresponsive) return;
+    this.#unresponsive = true;
+    for (let i = this.#head; i < this.#backlog.length; i++) {
+      const p = this.#backlog[i];
+      if (p && !p.withdrawn) tell(p);
+    }
+  }
+
+  #slots(): number {
+    return this.#unresponsive ? 1 : this.limit;
+  }
+
+  #pump(): void {
+    while (this.#active < this.#slots()) {
+      const next = this.#shift();
+      if (!next) return;
       this.#active++;
       next.start();
     }
   }
 
-  /** The node answered something: it is alive, whatever its backlog. */
-  answered(): void {
-    this.#unresponsive = false;
-  }
-
-  /** A request on the wire got no answer for a whole timeout, with no other answer meanwhile: the backlog fails now. */
-  unresponsive(): void {
-    this.#unresponsive = true;
-    for (let p = this.#shift(); p; p = this.#shift()) p.fail();
-  }
-
   #shift(): Pending | undefined {
-    if (this.#head >= this.#backlog.length) return undefined;
-    const p = this.#backlog[this.#head];
-    this.#backlog[this.#head++] = undefined;
-    if (this.#head >= this.#backlog.length) {
-      this.#backlog = [];
-      this.#head = 0;
-    } else if (this.#head >= 1024 && this.#head * 2 >= this.#backlog.length) {
-      this.#backlog = this.#backlog.slice(this.#head);
-      this.#head = 0;
+    while (this.#head < this.#backlog.length) {
+      const p = this.#backlog[this.#head];
+      this.#backlog[this.#head++] = undefined;
+      if (this.#head >= this.#backlog.length) {
+        this.#backlog = [];
+        this.#head = 0;
+      } else if (this.#head >= 1024 && this.#head * 2 >= this.#backlog.length) {
+        this.#backlog = this.#backlog.slice(this.#head);
+        this.#head = 0;
+      }
+      if (p && !p.withdrawn) return p;
     }
-    return p;
+    return undefined;
   }
 }
 
 interface Pending {
   readonly start: () => void;
-  readonly fail: () => void;
+  readonly stalled: () => void;
+  withdrawn: boolean;
+  told: boolean;
 }
+
+function tell(p: Pending): void {
+  if (p.told) return;
+  p.told = true;
+  p.stalled();
+}
+
+const noop = (): void => undefined;

@@ -160,14 +160,19 @@ export class DriverNode implements RedisNode {
       };
       const state = this.driver.state();
       if (state === 'ready' && gated) {
-        this.inFlight.enter(
+        const withdraw = this.inFlight.enter(
           () => {
+            if (timer) this.deadlines.done(timer);
             sentAt = performance.now();
             timer = this.deadlines.add(sentAt + timeoutMs, expire);
             go();
           },
+          // The node stopped answering while this request waited for a slot: from now on the wait is the node's doing.
           () => {
-            if (finish()) reject(this.timeoutError(timeoutMs, what));
+            timer = this.deadlines.add(performance.now() + timeoutMs, () => {
+              withdraw();
+              if (finish()) reject(this.timeoutError(timeoutMs, what));
+            });
           },
         );
         return;
