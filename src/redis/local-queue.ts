@@ -98,12 +98,14 @@ export class LocalQueues {
       if (line.last) line.last.next = waiter;
       else line.first = waiter;
       line.last = waiter;
-      waiter.timer = setTimeout(() => {
-        leave(line, waiter);
-        reject(
-          new LockTimeoutError(resources, opts.timeout, 'held by another owner (waited in line behind earlier callers of this process)'),
-        );
-      }, opts.timeout);
+      // timeout: Infinity (wait until the signal aborts), or beyond what one timer can hold: no timer.
+      if (opts.timeout <= MAX_TIMER_MS)
+        waiter.timer = setTimeout(() => {
+          leave(line, waiter);
+          reject(
+            new LockTimeoutError(resources, opts.timeout, 'held by another owner (waited in line behind earlier callers of this process)'),
+          );
+        }, opts.timeout);
       if (signal)
         waiter.stopListening = onAbort(signal, () => {
           leave(line, waiter);
@@ -140,6 +142,9 @@ export class LocalQueues {
     void this.#atNodes(map, key, line, this.nodeAcquire(resources, opts, signal, onRetry, arrival)).then(waiter.resolve, waiter.reject);
   }
 }
+
+/** The longest delay setTimeout takes (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Takes `waiter` out of its line, with its timer and abort listener. */
 function leave(line: Line, waiter: Waiter): void {

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockTimeoutError, type Lock, type LockManager } from '../../src/index.js';
-import { eventually } from '../support/harness.js';
+import { delay, eventually } from '../support/harness.js';
 import { queued, readyManager, settle, uniqueResource, within, withNodeSets } from '../lock-manager/helpers.js';
 
 const OPTIONS = { ttl: 5000, nodeTimeout: 200, acquireTimeout: 10_000 };
@@ -75,8 +75,10 @@ withNodeSets('local queue', [1, 3], (env) => {
     const headStop = new AbortController();
     const middleStop = new AbortController();
     const head = settle(locks.acquire(resource, { signal: headStop.signal }));
-    const middle = settle(locks.acquire(resource, { signal: middleStop.signal }));
+    // timeout: Infinity waits until the signal aborts (no timer: setTimeout would fire at once on it).
+    const middle = settle(locks.acquire(resource, { signal: middleStop.signal, timeout: Infinity }));
     const last = settle(locks.acquire(resource));
+    await delay(50);
     middleStop.abort(new Error('middle gave up'));
     const m = await within(middle, 1000, 'the aborted caller');
     assert.ok(!m.ok && (m.error as Error).message === 'middle gave up', 'rejected with its signal’s reason');
