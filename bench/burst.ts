@@ -44,7 +44,15 @@ export const CELLS: readonly Cell[] = [
   cell('four-procs-2048', '1 node, one key, 4 processes × 2,048 callers', 1, 4, 2048, false, 'fencelock'),
   cell('distinct-16384', '1 node, distinct keys, 16,384 callers', 1, 1, 16384, true, 'fencelock'),
   cell('distinct-16384-redlock-v5', '1 node, distinct keys, 16,384 callers: node-redlock v5', 1, 1, 16384, true, 'redlock-v5'),
-  cell('distinct-16384-raw', '1 node, distinct keys, 16,384 callers: raw floor (SET NX PX, compare-and-delete)', 1, 1, 16384, true, 'raw-floor'),
+  cell(
+    'distinct-16384-raw',
+    '1 node, distinct keys, 16,384 callers: raw floor (SET NX PX, compare-and-delete)',
+    1,
+    1,
+    16384,
+    true,
+    'raw-floor',
+  ),
 ];
 
 interface ChildArgs {
@@ -173,7 +181,8 @@ async function redisCpu(admin: readonly Redis[]): Promise<number> {
   let total = 0;
   for (const a of admin) {
     const info = (await a.info('cpu')) as string;
-    const field = (name: string): number => Number(/^(\S+):(\S+)$/m.exec(info.split('\n').find((l) => l.startsWith(`${name}:`)) ?? '')?.[2] ?? 0);
+    const field = (name: string): number =>
+      Number(/^(\S+):(\S+)$/m.exec(info.split('\n').find((l) => l.startsWith(`${name}:`)) ?? '')?.[2] ?? 0);
     total += field('used_cpu_sys') + field('used_cpu_user');
   }
   return total;

@@ -96,6 +96,7 @@ export class RedisBackend implements Backend {
   acquire: Backend['acquire'] = (resources, o, signal, onRetry) => this.#lines.acquire(resources, o, signal, onRetry);
 
   releasedHere(resource: string): void {
+    this.#lines.released(resource);
     this.#redlock.localWaiters.released(resource, this.#nodes.length);
   }
 
