@@ -257,7 +257,8 @@ async function main(): Promise<void> {
   for (const c of CELLS.filter((c) => !only || only.includes(c.id))) {
     const row = await runCell(c, src);
     rows.push(row);
-    console.error(`${c.id}: ${row.failed} failed, ${row.seconds.toFixed(2)} s`);
+    // Each row as it completes: a run cut short still leaves its finished cells.
+    console.error(table([row]).split('\n').slice(2).join('\n'));
   }
   console.log(`fencelock from ${src}\n`);
   console.log(table(rows));

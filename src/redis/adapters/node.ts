@@ -25,6 +25,8 @@ export class DriverNode implements RedisNode {
   readonly inFlight = new InFlight(MAX_IN_FLIGHT);
   /** performance.now() of the last answer on the main connection: a busy node keeps answering, a hung one does not */
   private lastHeard = -Infinity;
+  /** performance.now() of the last answer to a request still waited for (see bounded) */
+  private lastProgress = -Infinity;
 
   constructor(private readonly driver: ClientDriver) {
     this.name = driver.name;
@@ -94,11 +96,12 @@ export class DriverNode implements RedisNode {
    * error of the first send, may send once more within the same deadline (NOSCRIPT: EVAL instead).
    *
    * `gated` (requests on the main connection): on a ready connection the request first waits for one of the
-   * node's MAX_IN_FLIGHT slots (in-flight.ts), and its timeout counts from when it is handed to the client.
-   * When that timeout passes, the request fails only if the node has answered nothing since it was sent: a
-   * node still answering the requests ahead of it is busy, not hung, and the request waits on (up to
-   * LIVE_NODE_PATIENCE timeouts in all; on a standalone connection answers come in order, a Cluster client's
-   * answers may come from other shards and do not count).
+   * node's MAX_IN_FLIGHT slots (in-flight.ts), and its timeout counts from when it is handed to the client, so
+   * it measures the node and not this process's backlog. When it passes, a request behind others that the
+   * node keeps answering in time waits on (the node is busy, not hung), up to LIVE_NODE_PATIENCE timeouts; a
+   * slow node (whose answers come after we gave up on them) is not busy in that sense. On a Cluster client other
+   * shards' answers prove nothing, so the plain deadline applies. A node that answered nothing at all while a
+   * request of ours was out for a whole timeout is unresponsive: in-flight.ts then sends one probe at a time.
    */
   private bounded<T>(
     send: () => Promise<T>,
@@ -123,12 +126,15 @@ export class DriverNode implements RedisNode {
         return true;
       };
       const heard = (): void => {
+        if (!gated) return; // another connection (the subscriber's) says nothing of this one
         this.lastHeard = performance.now();
-        if (gated) this.inFlight.answered();
+        this.inFlight.answered();
       };
       const answered = (value: T): void => {
         heard();
         if (!finish()) return;
+        // Progress: an answer to a request we still waited for (a late answer to one we gave up on is not).
+        if (sentAt !== undefined) this.lastProgress = performance.now();
         this.lastError = undefined; // it answered: whatever went wrong before is over
         resolve(value);
       };
@@ -148,9 +154,11 @@ export class DriverNode implements RedisNode {
       const expire = (): void => {
         setImmediate(() => {
           if (done) return;
+          // Busy, not hung: since this request was sent, the node answered requests that were ahead of it
+          // (answers come in order) and that we still waited for. Its timeout counts again from that answer.
           const now = performance.now();
-          if (sentAt !== undefined && !this.isCluster && this.lastHeard > sentAt && now - sentAt < LIVE_NODE_PATIENCE * timeoutMs) {
-            timer = this.deadlines.add(Math.max(now, this.lastHeard) + timeoutMs, expire);
+          if (sentAt !== undefined && !this.isCluster && this.lastProgress > sentAt && now - sentAt < LIVE_NODE_PATIENCE * timeoutMs) {
+            timer = this.deadlines.add(this.lastProgress + timeoutMs, expire);
             return;
           }
           // Unresponsive first: the slot this request frees must not send the next one into a hung node.
@@ -240,7 +248,10 @@ export class DriverNode implements RedisNode {
  */
 export const MAX_IN_FLIGHT = 256;
 
-/** How many nodeTimeouts a request may wait on a node that keeps answering the requests ahead of it. */
+/**
+ * How many nodeTimeouts in all a request may wait on a node that keeps answering, in time, the requests ahead
+ * of it (a standalone connection answers in order): it is busy with them, not hung.
+ */
 export const LIVE_NODE_PATIENCE = 10;
 
 /** An error the server sent (the node answered), as opposed to a connection that failed. */

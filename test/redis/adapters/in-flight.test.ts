@@ -160,6 +160,9 @@ describe('a busy node against a hung one', () => {
       // Two rounds per acquire (a round that met only node errors is tried once more), and a release of each
       // failed round: without the cap, thousands of scripts would wait in the frozen node's socket and run when
       // it wakes. With it, one slot-full and then one probe at a time.
+      // close() lets the background cleanups (waiters leaving the queues) finish or time out: after it, only
+      // what was written to the frozen node's socket is left for it to run.
+      await m.close();
       nodes.nodes[0]!.resume();
       const admin = new Redis(nodes.urls[0]!);
       try {
