@@ -14,6 +14,7 @@ import { waitRounds, type RoundHost } from './quorum-round.js';
 import { Redlock } from './redlock.js';
 import { rwKeys, rwRequest } from './rwlock.js';
 import { permitRequest, semaphoreKeys } from './semaphore.js';
+import { keepSubscribed, LocalQueues } from './local-queue.js';
 import { acquireWaiting } from './wait.js';
 
 /**
@@ -40,6 +41,8 @@ export class RedisBackend implements Backend {
   readonly #redlock: Redlock;
   readonly #notifications: ReleaseNotifications;
   readonly #rounds: RoundHost;
+  /** a process's mutex waiters per resource: only the head of each line goes to the nodes (local-queue.ts) */
+  readonly #lines: LocalQueues;
 
   /** Validates the clients (InvalidArgumentError) before anything connects. */
   constructor(clients: unknown, options: ResolvedManagerOptions, host: BackendHost, telemetry: RedisTelemetry) {
@@ -66,6 +69,12 @@ export class RedisBackend implements Backend {
     this.#notifications = new ReleaseNotifications(this.#nodes, options.nodeTimeout);
     for (const node of this.#nodes) node.onConnectionError = connectionErrorReporter(node, (error) => host.emit('nodeError', error));
     this.#rounds = { redlock: this.#redlock, notifications: this.#notifications, reportNodeError: nodeError };
+    const redlock = this.#redlock;
+    const notifications = this.#notifications;
+    this.#lines = new LocalQueues(
+      (resources, o, signal, onRetry, arrival) => acquireWaiting(redlock, notifications, resources, o, signal, onRetry, arrival),
+      (resources) => keepSubscribed(redlock, notifications, resources),
+    );
   }
 
   get nodeCount(): number {
@@ -84,10 +93,10 @@ export class RedisBackend implements Backend {
     return this.#redlock;
   }
 
-  acquire: Backend['acquire'] = (resources, o, signal, onRetry) =>
-    acquireWaiting(this.#redlock, this.#notifications, resources, o, signal, onRetry);
+  acquire: Backend['acquire'] = (resources, o, signal, onRetry) => this.#lines.acquire(resources, o, signal, onRetry);
 
   releasedHere(resource: string): void {
+    this.#lines.released(resource);
     this.#redlock.localWaiters.released(resource, this.#nodes.length);
   }
 

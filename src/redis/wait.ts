@@ -3,6 +3,7 @@ import { monotonicNow } from '../clock.js';
 import { LockTimeoutError, QuorumError } from '../errors.js';
 import type { ResolvedAcquire } from '../options.js';
 import { backoffDelay } from '../backoff.js';
+import { onAbort } from './abort-listeners.js';
 import { acquireRound, dequeueAll } from './cross-slot.js';
 import type { ReleaseNotifications, Watch } from './notifications.js';
 import { Wakeup } from './notifications.js';
@@ -18,8 +19,19 @@ export function queueLease(opts: ResolvedAcquire, nodeTimeout: number): number {
 }
 
 /** A waiter's place in line: its arrival time, with sub-millisecond precision so that callers rarely tie. */
-function ticketNow(): string {
+export function ticketNow(): string {
   return (performance.timeOrigin + performance.now()).toFixed(3);
+}
+
+/**
+ * When a caller that waited in its process (local-queue.ts) arrived: its timeout counts from then, and its
+ * place in the nodes' queue is its arrival, not the moment its turn to go to the nodes came.
+ */
+export interface Arrival {
+  /** monotonic ms */
+  readonly started: number;
+  /** see ticketNow */
+  readonly ticket: string;
 }
 
 /**
@@ -45,10 +57,11 @@ export async function acquireWaiting(
   opts: ResolvedAcquire,
   signal: AbortSignal | undefined,
   onRetry: (info: RetryInfo) => void,
+  arrival?: Arrival,
 ): Promise<WaitResult> {
   signal?.throwIfAborted();
   const token = redlock.waiterToken();
-  const started = monotonicNow();
+  const started = arrival?.started ?? monotonicNow();
   const deadline = started + opts.timeout;
   const waits = opts.timeout > 0;
   const queue: QueueOptions = {
@@ -56,7 +69,7 @@ export async function acquireWaiting(
     // contract's tryAcquire is null only while another owner holds the lock (a dead waiter at the head of the
     // line must not make a free lock look taken).
     fair: opts.fair && waits,
-    ticket: waits && opts.fair ? ticketNow() : '',
+    ticket: waits && opts.fair ? (arrival?.ticket ?? ticketNow()) : '',
     lease: queueLease(opts, redlock.options.nodeTimeout),
   };
   let inFlight: Promise<unknown> = Promise.resolve();
@@ -193,7 +206,7 @@ function throwIfNoQuorum(attempt: Attempt, resources: readonly string[]): void {
 export function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return work;
   return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => {
+    const aborted = (): void => {
       reject(signal.reason);
       work.then(
         (value) => {
@@ -205,15 +218,16 @@ export function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal
         () => undefined,
       );
     };
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) return aborted();
+    // Shared per signal (abort-listeners.ts): thousands of callers guard against the manager's one closing signal.
+    const stop = onAbort(signal, aborted);
     work.then(
       (value) => {
-        signal.removeEventListener('abort', onAbort);
+        stop();
         resolve(value);
       },
       (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
+        stop();
         reject(error);
       },
     );

@@ -189,7 +189,7 @@ withNodeSets('fair waiting', NODE_COUNTS, (env) => {
       const holder = await holderManager.acquire(resource, { ttl: 60_000 }); // outlasts the children's start-up on a loaded machine
       const child = queuedWaiter(resource, nodes.urls);
       try {
-        await queueLength(admin, resource, 1);
+        await queueLength(admin, resource, 1, 20_000); // a child process takes a moment to start
         const waiting = survivor.acquire(resource);
         await queueLength(admin, resource, 2);
         child.kill('SIGKILL');

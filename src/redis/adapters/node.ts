@@ -1,5 +1,6 @@
 import { NodeError, NodeTimeoutError } from '../../errors.js';
-import { Deadlines } from './deadlines.js';
+import { Deadlines, type Deadline } from './deadlines.js';
+import { InFlight } from './in-flight.js';
 import type { ClientDriver, RedisNode, Script } from './types.js';
 
 /**
@@ -20,6 +21,12 @@ export class DriverNode implements RedisNode {
   private stopReadyListener: (() => void) | undefined;
   /** one timer for every request in flight (see deadlines.ts) */
   private readonly deadlines = new Deadlines();
+  /** requests on the main connection's wire, capped; the rest wait in the process (in-flight.ts) */
+  readonly inFlight = new InFlight(MAX_IN_FLIGHT);
+  /** performance.now() of the last answer on the main connection: a busy node keeps answering, a hung one does not */
+  private lastHeard = -Infinity;
+  /** performance.now() of the last answer to a request still waited for (see bounded) */
+  private lastProgress = -Infinity;
 
   constructor(private readonly driver: ClientDriver) {
     this.name = driver.name;
@@ -46,7 +53,7 @@ export class DriverNode implements RedisNode {
       command[1] = script.source;
       return this.driver.send(command);
     };
-    return this.bounded(() => this.driver.send(command), performance.now() + timeoutMs, timeoutMs, script.label, retry);
+    return this.bounded(() => this.driver.send(command), performance.now() + timeoutMs, timeoutMs, script.label, retry, true);
   }
 
   waitForReplicas(routingKey: string, replicas: number, waitMs: number, requested: number): Promise<number> {
@@ -58,7 +65,7 @@ export class DriverNode implements RedisNode {
         return Promise.reject(new NodeError(this.name, 'WAIT cannot be routed to a key’s master with this Cluster client'));
       return this.driver.sendRouted(routingKey, args);
     };
-    return this.bounded(send, performance.now() + timeoutMs, timeoutMs, 'WAIT').then(Number);
+    return this.bounded(send, performance.now() + timeoutMs, timeoutMs, 'WAIT', undefined, true).then(Number);
   }
 
   subscribe(channel: string, onMessage: (message: string) => void, requested: number): Promise<void> {
@@ -87,6 +94,14 @@ export class DriverNode implements RedisNode {
   /**
    * Waits for a ready connection and then for the answer, both within one deadline. `retry`, given the
    * error of the first send, may send once more within the same deadline (NOSCRIPT: EVAL instead).
+   *
+   * `gated` (requests on the main connection): on a ready connection the request first waits for one of the
+   * node's MAX_IN_FLIGHT slots (in-flight.ts), and its timeout counts from when it is handed to the client, so
+   * it measures the node and not this process's backlog. When it passes, a request behind others that the
+   * node keeps answering in time waits on (the node is busy, not hung), up to LIVE_NODE_PATIENCE timeouts; a
+   * slow node (whose answers come after we gave up on them) is not busy in that sense. On a Cluster client other
+   * shards' answers prove nothing, so the plain deadline applies. A node that answered nothing at all while a
+   * request of ours was out for a whole timeout is unresponsive: in-flight.ts then sends one probe at a time.
    */
   private bounded<T>(
     send: () => Promise<T>,
@@ -94,23 +109,37 @@ export class DriverNode implements RedisNode {
     timeoutMs: number,
     what: string,
     retry?: (error: NodeError) => Promise<T> | undefined,
+    gated = false,
   ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let done = false;
       let stopWaiting: (() => void) | undefined;
+      let timer: Deadline | undefined;
+      /** performance.now() when handed to the client through the gate (undefined: not gated, or not yet) */
+      let sentAt: number | undefined;
       const finish = (): boolean => {
         if (done) return false;
         done = true;
-        this.deadlines.done(timer);
+        if (timer) this.deadlines.done(timer);
         stopWaiting?.();
+        if (sentAt !== undefined) this.inFlight.leave();
         return true;
       };
+      const heard = (): void => {
+        if (!gated) return; // another connection (the subscriber's) says nothing of this one
+        this.lastHeard = performance.now();
+        this.inFlight.answered();
+      };
       const answered = (value: T): void => {
+        heard();
         if (!finish()) return;
+        // Progress: an answer to a request we still waited for (a late answer to one we gave up on is not).
+        if (sentAt !== undefined) this.lastProgress = performance.now();
         this.lastError = undefined; // it answered: whatever went wrong before is over
         resolve(value);
       };
       const failed = (error: unknown): void => {
+        if (isReplyError(error)) heard();
         if (done) return;
         const wrapped = this.wrap(error, what);
         const again = retry?.(wrapped);
@@ -122,12 +151,41 @@ export class DriverNode implements RedisNode {
       // Node runs due timers before it reads the sockets: after a stall of this process (a burst of
       // requests sent in one go, a long synchronous task) the answer may already be waiting unread.
       // setImmediate runs after the sockets are read, so such an answer still wins.
-      const timer = this.deadlines.add(deadline, () =>
+      const expire = (): void => {
         setImmediate(() => {
+          if (done) return;
+          // Busy, not hung: since this request was sent, the node answered requests that were ahead of it
+          // (answers come in order) and that we still waited for. Its timeout counts again from that answer.
+          const now = performance.now();
+          if (sentAt !== undefined && !this.isCluster && this.lastProgress > sentAt && now - sentAt < LIVE_NODE_PATIENCE * timeoutMs) {
+            timer = this.deadlines.add(this.lastProgress + timeoutMs, expire);
+            return;
+          }
+          // Unresponsive first: the slot this request frees must not send the next one into a hung node.
+          if (sentAt !== undefined && this.lastHeard <= sentAt) this.inFlight.unresponsive();
           if (finish()) reject(this.timeoutError(timeoutMs, what));
-        }),
-      );
+        });
+      };
       const state = this.driver.state();
+      if (state === 'ready' && gated) {
+        const withdraw = this.inFlight.enter(
+          () => {
+            if (timer) this.deadlines.done(timer);
+            sentAt = performance.now();
+            timer = this.deadlines.add(sentAt + timeoutMs, expire);
+            go();
+          },
+          // The node stopped answering while this request waited for a slot: from now on the wait is the node's doing.
+          () => {
+            timer = this.deadlines.add(performance.now() + timeoutMs, () => {
+              withdraw();
+              if (finish()) reject(this.timeoutError(timeoutMs, what));
+            });
+          },
+        );
+        return;
+      }
+      timer = this.deadlines.add(deadline, expire);
       if (state === 'ready') go();
       else if (state === 'closed') {
         if (finish()) reject(new NodeError(this.name, `connection is closed (${what})`));
@@ -181,4 +239,23 @@ export class DriverNode implements RedisNode {
     const e = error instanceof Error ? error : new Error(String(error));
     return new NodeError(this.name, `${e.message} (${what})`, { cause: e });
   }
+}
+
+/**
+ * Requests one node's main connection has on the wire at once; the rest wait in the process. Enough to keep
+ * a node busy (its answers stream back while more go out), few enough that the last one is answered in
+ * milliseconds, far inside any sensible nodeTimeout.
+ */
+export const MAX_IN_FLIGHT = 256;
+
+/**
+ * How many nodeTimeouts in all a request may wait on a node that keeps answering, in time, the requests ahead
+ * of it (a standalone connection answers in order): it is busy with them, not hung.
+ */
+export const LIVE_NODE_PATIENCE = 10;
+
+/** An error the server sent (the node answered), as opposed to a connection that failed. */
+function isReplyError(error: unknown): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  return name === 'ReplyError' || name === 'ErrorReply' || name === 'SimpleError';
 }

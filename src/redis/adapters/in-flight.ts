@@ -1,0 +1,116 @@
+/**
+ * Backpressure for one node's connection (issue 25): at most `limit` requests are on the wire at once; the
+ * rest wait here, in order, and their timeout does not run while they wait (it measures the node from the
+ * moment a request is handed to the client, not this process's own backlog). A burst of thousands of requests
+ * then reaches the node a few hundred at a time instead of all at once, each answered well within its timeout.
+ *
+ * While the node is judged unresponsive (a request on the wire got no answer, and the node answered nothing
+ * else, for a whole timeout) one request at a time goes out, as a probe; the others wait here and are told
+ * (`stalled`) that their wait now counts against their timeout, since it is the node's doing. So a hung node's
+ * errors come within a timeout however long the backlog, nothing piles up to run on it when it wakes, and a
+ * node that only hiccuped serves the waiting requests as soon as it answers again.
+ */
+export class InFlight {
+  #active = 0;
+  /** requests waiting for a slot, oldest first from #head (compacted as it drains) */
+  #backlog: Array<Pending | undefined> = [];
+  #head = 0;
+  /** the node answered nothing for a whole timeout while a request of ours was on the wire */
+  #unresponsive = false;
+
+  constructor(readonly limit: number) {}
+
+  /** Requests on the wire now. */
+  get active(): number {
+    return this.#active;
+  }
+
+  /** Requests waiting for a slot now (some may have given up and not been dropped yet). */
+  get waiting(): number {
+    return this.#backlog.length - this.#head;
+  }
+
+  /**
+   * Calls `start` at once when a slot is free, else when one frees up. `stalled` is called (once) if the
+   * node is or turns unresponsive while the request waits. The returned function withdraws a request that
+   * has not started (it gave up). Each `start` must be matched by one `leave()`.
+   */
+  enter(start: () => void, stalled: () => void): () => void {
+    if (this.#active < this.#slots()) {
+      this.#active++;
+      start();
+      return noop;
+    }
+    const pending: Pending = { start, stalled, withdrawn: false, told: false };
+    this.#backlog.push(pending);
+    if (this.#unresponsive) tell(pending);
+    return () => void (pending.withdrawn = true);
+  }
+
+  /** A request that had a slot settled (answered, failed or timed out): the next one in the backlog may go. */
+  leave(): void {
+    this.#active--;
+    this.#pump();
+  }
+
+  /** The node answered something: it is alive, whatever its backlog. */
+  answered(): void {
+    if (!this.#unresponsive) return;
+    this.#unresponsive = false;
+    this.#pump();
+  }
+
+  /** A request on the wire got no answer for a whole timeout, with no other answer meanwhile. */
+  unresponsive(): void {
+    if (this.#unresponsive) return;
+    this.#unresponsive = true;
+    for (let i = this.#head; i < this.#backlog.length; i++) {
+      const p = this.#backlog[i];
+      if (p && !p.withdrawn) tell(p);
+    }
+  }
+
+  #slots(): number {
+    return this.#unresponsive ? 1 : this.limit;
+  }
+
+  #pump(): void {
+    while (this.#active < this.#slots()) {
+      const next = this.#shift();
+      if (!next) return;
+      this.#active++;
+      next.start();
+    }
+  }
+
+  #shift(): Pending | undefined {
+    while (this.#head < this.#backlog.length) {
+      const p = this.#backlog[this.#head];
+      this.#backlog[this.#head++] = undefined;
+      if (this.#head >= this.#backlog.length) {
+        this.#backlog = [];
+        this.#head = 0;
+      } else if (this.#head >= 1024 && this.#head * 2 >= this.#backlog.length) {
+        this.#backlog = this.#backlog.slice(this.#head);
+        this.#head = 0;
+      }
+      if (p && !p.withdrawn) return p;
+    }
+    return undefined;
+  }
+}
+
+interface Pending {
+  readonly start: () => void;
+  readonly stalled: () => void;
+  withdrawn: boolean;
+  told: boolean;
+}
+
+function tell(p: Pending): void {
+  if (p.told) return;
+  p.told = true;
+  p.stalled();
+}
+
+const noop = (): void => undefined;
