@@ -260,7 +260,7 @@ async function main(): Promise<void> {
     // Each row as it completes: a run cut short still leaves its finished cells.
     console.error(table([row]).split('\n').slice(2).join('\n'));
   }
-  console.log(`fencelock from ${src}\n`);
+  console.error(`fencelock from ${src}`); // stderr: stdout is the markdown that goes on docs/benchmarks.md (bench/external.ts)
   console.log(table(rows));
 }
 
