@@ -68,7 +68,7 @@ export class Redlock implements NodeSet {
   private readonly byName: readonly number[];
   /** monotonic time of each node's last failed acquire request */
   private readonly lastFailure: number[];
-  /** background cleanups (waiters leaving queues) that close() lets finish before the connections go */
+  /** background work (waiters leaving queues, lagging fence counters raised) that close() lets finish before the connections go */
   private readonly cleanups = new Set<Promise<unknown>>();
   /** per standalone node: extensions due together go out as one call (undefined: a Cluster node) */
   readonly batchers: ReadonlyArray<ExtendBatcher | undefined>;
@@ -409,7 +409,8 @@ export class Redlock implements NodeSet {
       const trust = count.bootstrap && answers[i]?.quarantine === 0;
       if (await raiseFenceOn(this, i, this.markerFor(i, keys), fence, epoch, trust, resources, failures)) repaired.add(i);
     };
-    for (const lagging of lazy) void raise(lagging);
+    // Tracked, so that close() waits for these writes before it closes the connections they go out on.
+    for (const lagging of lazy) this.background(raise(lagging));
     await Promise.all(repair.filter(({ i }) => !lazySet.has(i)).map(raise));
     const confirmed = count.counted.filter((i) => !needsRepair.has(i) || lazySet.has(i) || repaired.has(i));
     const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
