@@ -77,3 +77,50 @@ export async function settleWithin(promises: readonly Promise<unknown>[], ms: nu
 export function errorText(e: unknown): string {
   return (e instanceof Error ? `${e.name}: ${e.message}` : String(e)).slice(0, 300);
 }
+
+/** What a closed loop of callers measured: each pair's latency (ms), and what Redis did for them. */
+export interface ClosedLoop {
+  readonly pairs: number[];
+  readonly commands: CommandCount;
+  readonly cpu: CpuCount;
+  readonly errors: number;
+  readonly errorSample: string | undefined;
+}
+
+/**
+ * `callers` loop acquire + release (caller c's i-th pair on `keyOf(c, i)`) for `durationMs` after a short start
+ * gap, with Redis metered over exactly that window; pairs that end after it are not counted (W2, the design table).
+ */
+export async function closedLoop(
+  lib: LockLibrary,
+  admin: RedisAdmin,
+  callers: number,
+  durationMs: number,
+  keyOf: (caller: number, i: number) => string,
+): Promise<ClosedLoop> {
+  const pairs: number[] = [];
+  let errors = 0;
+  let errorSample: string | undefined;
+  const meter = await Meter.start(admin);
+  const startAt = now() + 20;
+  const endAt = startAt + durationMs;
+  await sleepUntil(startAt);
+  const caller = async (c: number): Promise<void> => {
+    for (let i = 0; now() < endAt; i++) {
+      const t0 = performance.now();
+      try {
+        await lib.release(await lib.acquire(keyOf(c, i)));
+        if (now() <= endAt) pairs.push(performance.now() - t0);
+      } catch (e) {
+        errors++;
+        errorSample ??= errorText(e);
+      }
+    }
+  };
+  const running = Array.from({ length: callers }, (_, c) => caller(c));
+  await sleepUntil(endAt);
+  const metered = await meter.stop();
+  await Promise.all(running);
+  const { commands, cpu } = perOperation(metered, pairs.length);
+  return { pairs, commands, cpu, errors, errorSample };
+}

@@ -4,7 +4,7 @@
 // metrics: opsPerSec, meanMs, p50Ms, p99Ms, clients
 import { percentile } from '../stats.js';
 import type { WorkloadResult } from '../types.js';
-import { errorText, libraryOf, Meter, now, perOperation, sleepUntil, warmup, type WorkloadContext } from './common.js';
+import { closedLoop, libraryOf, warmup, type WorkloadContext } from './common.js';
 
 export async function run(ctx: WorkloadContext): Promise<WorkloadResult> {
   const { admin, profile, spec } = ctx;
@@ -13,31 +13,7 @@ export async function run(ctx: WorkloadContext): Promise<WorkloadResult> {
   if (clients === undefined || !(clients > 0)) throw new Error('a design cell needs its client count (spec.clients)');
   const { durationMs } = profile.design;
   await warmup(lib, profile.warmupPairs, 'design');
-  const pairs: number[] = [];
-  let errors = 0;
-  let errorSample: string | undefined;
-  const meter = await Meter.start(admin);
-  const startAt = now() + 20;
-  const endAt = startAt + durationMs;
-  await sleepUntil(startAt);
-  const client = async (c: number): Promise<void> => {
-    const key = `design:${c}`;
-    while (now() < endAt) {
-      const t0 = performance.now();
-      try {
-        await lib.release(await lib.acquire(key));
-        if (now() <= endAt) pairs.push(performance.now() - t0);
-      } catch (e) {
-        errors++;
-        errorSample ??= errorText(e);
-      }
-    }
-  };
-  const running = Array.from({ length: clients }, (_, c) => client(c));
-  await sleepUntil(endAt);
-  const metered = await meter.stop();
-  await Promise.all(running);
-  const { commands, cpu } = perOperation(metered, pairs.length);
+  const { pairs, commands, cpu, errors, errorSample } = await closedLoop(lib, admin, clients, durationMs, (c) => `design:${c}`);
   return {
     ops: pairs.length,
     metrics: {
