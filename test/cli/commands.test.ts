@@ -142,6 +142,10 @@ test('nodes start prints working URLs and stops its nodes on Ctrl-C', async () =
     await eventually(() => /--nodes \S+/.test(stdout), 20_000);
     const urls = /--nodes (\S+)/.exec(stdout)![1]!.split(',');
     const pids = [...stdout.matchAll(/pid (\d+)/g)].map((m) => Number(m[1]));
+    // The README's `nodes start` line, as it says: a first line naming the nodes, and an export for the shell.
+    assert.match(stdout.split('\n')[0]!, /^2 redis-server node\(s\) running/);
+    await eventually(() => /export FENCELOCK_NODES=\S+/.test(stdout), 5_000);
+    assert.equal(/export FENCELOCK_NODES=(\S+)/.exec(stdout)![1], urls.join(','));
     assert.equal(urls.length, 2);
     assert.equal(pids.length, 2);
     for (const url of urls) {

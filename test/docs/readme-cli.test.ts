@@ -3,7 +3,6 @@
 // each flag it shows present in that command's --help, and every row of its exit-code table produced by the
 // situation the row names and listed in `fencelock --help`. Through src/cli/main.ts, as `npm run fencelock` runs it.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -11,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { LockManager } from '../../src/index.js';
 import { startRedisNodes, type LocalRedisNodes } from '../../src/testing/index.js';
 import { eventually } from '../support/harness.js';
-import { isAlive, runCli, type CliResult } from '../support/child.js';
+import { runCli, type CliResult } from '../support/child.js';
 import { codeBlocks } from '../support/code-blocks.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -136,29 +135,6 @@ describe('README CLI against local Redis nodes', () => {
       assert.deepEqual(JSON.parse(release.stdout), { resource: 'readme:cli', released: 3, nodes: 3 });
     } finally {
       await lock.release();
-    }
-  });
-
-  test('nodes start, briefly: the nodes it prints answer, and Ctrl-C stops them', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'nodes', 'start', '--count', '1'], {
-      env: { ...process.env, NO_COLOR: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    try {
-      await eventually(() => /export FENCELOCK_NODES=\S+/.test(stdout), 30_000);
-      assert.match(stdout.split('\n')[0]!, /^1 redis-server node\(s\) running/);
-      const url = /export FENCELOCK_NODES=(\S+)/.exec(stdout)![1]!;
-      const pid = Number(/pid (\d+)/.exec(stdout)![1]);
-      const r = await runCli(['inspect', 'readme:nodes', '--nodes', url, '--json'], 60_000);
-      assert.equal(r.code, 0, show(r));
-      child.kill('SIGINT');
-      assert.equal(await exited, 0);
-      await eventually(() => !isAlive(pid), 5_000);
-    } finally {
-      if (child.exitCode === null) child.kill('SIGKILL');
     }
   });
 
