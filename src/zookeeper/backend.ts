@@ -6,6 +6,7 @@ import { inspectOneNode } from '../consensus-call.js';
 import { rejectRedisOnlyOptions, type LockManagerOptions, type ResolvedManagerOptions } from '../options.js';
 import { mutexQueue, ordered, rootOf, rwQueue, semaphoreQueue, type Queue } from './queue.js';
 import { acquire, extend, release, watchLoss, type Hold, type ZooKeeperGrant } from './recipe.js';
+import { KnownQueues } from './known-queues.js';
 import { ZooKeeperStore, type ZooKeeperInput } from './store.js';
 import { startSweeping, sweepPeriod } from './sweep.js';
 
@@ -21,6 +22,8 @@ export class ZooKeeperBackend implements Backend {
   readonly roundTimeout = ZOOKEEPER_REQUEST_TIMEOUT;
   readonly lease: LeaseOps;
   readonly #store: ZooKeeperStore;
+  /** the queues this manager knows to exist: which create an acquire sends (known-queues.ts) */
+  readonly #known: KnownQueues;
   readonly #root: string;
   readonly #stopSweeping: () => void;
 
@@ -29,12 +32,15 @@ export class ZooKeeperBackend implements Backend {
     rejectRedisOnlyOptions(given, "a ZooKeeper lock's lease is its session (see docs/zookeeper.md)");
     this.#root = rootOf(options.keyPrefix);
     this.#store = new ZooKeeperStore(input, ZOOKEEPER_REQUEST_TIMEOUT, options.ttl, host);
+    // Known for one sweep period after their last use: a sweep (another manager's with the same ttl) deletes them after that.
+    this.#known = new KnownQueues(sweepPeriod(options.ttl));
     // Queues left empty by a session that ended without releasing: deleted by whichever manager sweeps first.
-    this.#stopSweeping = startSweeping(this.#store, this.#root, sweepPeriod(options.ttl));
+    this.#stopSweeping = startSweeping(this.#store, this.#known, this.#root, sweepPeriod(options.ttl));
     const store = this.#store;
+    const known = this.#known;
     this.lease = {
       extend: (grant, ttl) => extend(store, grant as ZooKeeperGrant, ttl),
-      release: (grant) => release(store, grant as ZooKeeperGrant),
+      release: (grant) => release(store, known, grant as ZooKeeperGrant),
       watchLoss: (grant, lost) => watchLoss(store, grant as ZooKeeperGrant, lost),
     };
   }
@@ -42,6 +48,7 @@ export class ZooKeeperBackend implements Backend {
   acquire: Backend['acquire'] = (resources, o, signal, onRetry) =>
     acquire(
       this.#store,
+      this.#known,
       this.#hold(
         resources,
         resources.map((r) => mutexQueue(this.#root, r)),
@@ -82,12 +89,12 @@ export class ZooKeeperBackend implements Backend {
 
   semaphore(name: string, limit: number): Win {
     const hold = this.#hold([name], [semaphoreQueue(this.#root, name, limit)]);
-    return (o, signal, onRetry) => acquire(this.#store, hold, o, signal, onRetry);
+    return (o, signal, onRetry) => acquire(this.#store, this.#known, hold, o, signal, onRetry);
   }
 
   readWrite(name: string, mode: 'read' | 'write'): Win {
     const hold = this.#hold([name], [rwQueue(this.#root, name, mode)]);
-    return (o, signal, onRetry) => acquire(this.#store, hold, o, signal, onRetry);
+    return (o, signal, onRetry) => acquire(this.#store, this.#known, hold, o, signal, onRetry);
   }
 
   async close(): Promise<void> {

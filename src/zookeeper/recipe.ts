@@ -1,10 +1,10 @@
 // Curator's lock recipe (InterProcessMutex), for one or several queues at once:
 //
-//   1. enqueue        one transaction creates an ephemeral sequential znode in every queue, owned by our
-//                     session, holding our owner token, named as Curator names its own (queue.ts); a queue's
-//                     znode is created only when that fails for want of it (Curator's
-//                     creatingParentContainersIfNeeded): a queue in use costs no write of its own. The
-//                     first look at the queue is sent with the create: one round trip for both
+//   1. enqueue        one write creates an ephemeral sequential znode in every queue, owned by our
+//                     session, holding our owner token, named as Curator names its own (queue.ts); a queue
+//                     not known to exist (known-queues.ts) is made in the same transaction, so a fresh
+//                     resource costs no write more than a busy one. The first look at the queue is sent
+//                     with the create: one round trip for both
 //   2. wait (turn)    per queue, watch the znode in our way until none is (FIFO: one release wakes one
 //                     waiter); the session keeps our place meanwhile
 //   3. fence          the zxid of the queue's last change as seen by the look that let us through: from the
@@ -22,6 +22,7 @@ import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from 
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
 import { blocker, isOurs, nodePrefix, ordered, type Child, type Queue } from './queue.js';
+import type { KnownQueues } from './known-queues.js';
 import type { Session, ZooKeeperStore } from './store.js';
 
 /** What a lease loses to the servers' clocks running fast: the Redis default's allowance (not an option here). */
@@ -42,6 +43,8 @@ export type Hold = ConsensusHold<Queue>;
 /** One acquire call: what each of its steps needs. */
 interface Call extends CallClock {
   readonly store: ZooKeeperStore;
+  /** the queues the manager knows to exist: which create to send */
+  readonly known: KnownQueues;
   readonly hold: Hold;
   readonly onRetry: (info: RetryInfo) => void;
   /** this call's owner token: the data of its znodes */
@@ -66,12 +69,13 @@ const validFrom = (sentAt: number, ttl: number, sessionTimeout: number): number 
  */
 export function acquire(
   store: ZooKeeperStore,
+  known: KnownQueues,
   hold: Hold,
   o: ResolvedAcquire,
   signal: AbortSignal,
   onRetry: (info: RetryInfo) => void,
 ): Promise<WaitResult> {
-  const call: Call = { ...callClock(o, signal), store, hold, onRetry, token: randomHex(18), protectedId: randomUUID() };
+  const call: Call = { ...callClock(o, signal), store, known, hold, onRetry, token: randomHex(18), protectedId: randomUUID() };
   return untilGranted({ ...call, resources: hold.resources }, () => attempt(call));
 }
 
@@ -89,7 +93,7 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | string> {
     removeForSure(store, session.id, () => removeOurs(store, hold.queues, call.protectedId), 'dequeue', hold.resources);
   try {
     const sentAt = monotonicNow();
-    const { paths, firstLook } = await enqueue(store, hold.queues, call);
+    const { paths, firstLook } = await enqueue(call);
     const turn = await takeTurn(call, session, paths, { sentAt, look: firstLook });
     if (turn === 'expired') {
       await cleanUp();
@@ -116,32 +120,40 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | string> {
   }
 }
 
-/** How many times in a row an acquire makes its queues' znodes again before the pass counts as failed. */
-const MAX_QUEUE_MAKES = 5;
-
 /** A look at a queue: its children, and the zxid of its last change (`pzxid`). */
 type Look = { names: string[]; pzxid: bigint } | null;
 
 /**
- * Step 1: our znode in every queue, in one transaction, and the first queue's children with it: both sent at
- * once, one round trip (ZooKeeper answers a session's requests in order, so the list already holds our
- * znode). When a queue's znode is missing (never made, or a sweep found it empty: sweep.ts) the create fails
- * with NO_NODE: the queues are made, and the create sent again; a sweep may delete a queue between the two,
- * so again, a bounded number of times.
+ * Step 1: our znode in every queue, in one write, and the first queue's children with it: both sent at once,
+ * one round trip (ZooKeeper answers a session's requests in order, so the list already holds our znode).
+ * A queue the manager knows to exist (known-queues.ts) takes our znode in a plain create; one it does not is
+ * made in the same transaction as our znode: either way one write when the guess is right. A wrong guess
+ * fails the write (a queue missing: never made, or a sweep deleted it; or a queue made with it that exists)
+ * and corrects the guess for the next try: one failed write more, as often as there are queues, and a sweep
+ * racing the acquire may cost a few more, so a bounded number of tries.
  */
-async function enqueue(store: ZooKeeperStore, queues: readonly Queue[], call: Call): Promise<{ paths: string[]; firstLook: Look }> {
-  const names = queues.map((q) => nodePrefix(q, call.protectedId));
-  for (let made = 0; ; made++) {
-    const [paths, firstLook] = await Promise.all([
-      store.createSequential(names, Buffer.from(call.token)),
-      store.list((queues[0] as Queue).path),
+async function enqueue(call: Call): Promise<{ paths: string[]; firstLook: Look }> {
+  const { store, known, hold } = call;
+  const tries = MAX_WRONG_GUESSES + 2 * hold.queues.length;
+  for (let tried = 1; ; tried++) {
+    const places = hold.queues.map((q) => ({ queue: q.path, node: nodePrefix(q, call.protectedId), withQueue: !known.has(q.path) }));
+    const [enqueued, firstLook] = await Promise.all([
+      store.enqueue(places, Buffer.from(call.token)),
+      store.list((hold.queues[0] as Queue).path),
     ]);
-    if (paths) return { paths, firstLook };
-    if (made >= MAX_QUEUE_MAKES)
-      throw new NodeError(store.name, `could not enqueue: its queue was deleted under it ${MAX_QUEUE_MAKES} times in a row`);
-    await Promise.all(queues.map((q) => store.createQueue(q.path)));
+    if ('paths' in enqueued) {
+      for (const q of hold.queues) known.saw(q.path);
+      return { paths: enqueued.paths, firstLook };
+    }
+    if (tried >= tries) throw new NodeError(store.name, `could not enqueue: its queues were made and deleted under it ${tried} times`);
+    if ('missing' in enqueued) known.forget(enqueued.missing);
+    if ('exists' in enqueued) known.saw(enqueued.exists);
+    if ('rootMissing' in enqueued) await store.createRoot(enqueued.rootMissing);
   }
 }
+
+/** How many failed writes an acquire tolerates beyond two per queue (a guess corrected once each way). */
+const MAX_WRONG_GUESSES = 3;
 
 /**
  * Step 2: until nothing is in our way in any queue. `sentAt`: the last round trip that found us in line.
@@ -356,8 +368,12 @@ async function removeForSure(
   }
 }
 
-/** Release: delete our znodes (for sure: see removeForSure); the waiter behind each is told by its watch. */
-export async function release(store: ZooKeeperStore, grant: ZooKeeperGrant): Promise<{ released: number; nodes: number }> {
+/**
+ * Release: delete our znodes (for sure: see removeForSure); the waiter behind each is told by its watch. Their
+ * queues are known to be there until a sweep finds them empty: the next acquire sends the plain create.
+ */
+export async function release(store: ZooKeeperStore, known: KnownQueues, grant: ZooKeeperGrant): Promise<{ released: number; nodes: number }> {
   const removed = await removeForSure(store, grant.sessionId, () => removeAll(store, grant.paths), 'release', grant.resources);
+  for (const path of grant.paths) known.saw(path.slice(0, path.lastIndexOf('/')));
   return { released: removed > 0 ? 1 : 0, nodes: 1 };
 }

@@ -58,9 +58,23 @@ export interface Session {
 }
 
 /** The ZooKeeper error codes the recipe tells apart. */
+const OK = 0;
 const NO_NODE = -101;
 const NODE_EXISTS = -110;
 const NOT_EMPTY = -111;
+
+const PERSISTENT = 0;
+const EPHEMERAL_SEQUENTIAL = 3;
+
+/** One queue's part of an enqueue: the queue's path, our znode's path in it (before its sequence number), and whether the queue's own znode is made with it. */
+export interface Place {
+  readonly queue: string;
+  readonly node: string;
+  readonly withQueue: boolean;
+}
+
+/** What an enqueue did: our znodes' paths, or why it made nothing (each a path to act on). */
+export type Enqueued = { paths: string[] } | { missing: string } | { exists: string } | { rootMissing: string };
 
 const codeOf = (error: unknown): number | undefined => (error as { getCode?: () => number })?.getCode?.();
 
@@ -179,41 +193,55 @@ export class ZooKeeperStore {
   }
 
   /**
-   * Creates the queue's znode `path` (persistent, empty), and its parent, the root, when that is missing too:
-   * one write when the root is there, as it nearly always is. Already there (another acquire made it) is fine.
+   * Creates the znode `path` (persistent, empty): a queue's root. Already there (another manager made it) is fine.
    */
-  async createQueue(path: string): Promise<void> {
-    const create = (p: string): Promise<boolean> =>
-      this.#unless(
-        [NODE_EXISTS],
-        true,
-        this.#call<boolean>('create a queue', (c, done) => c.create(p, (error) => done(error, true))),
-      );
-    const made = await this.#unless([NO_NODE], false, create(path));
-    if (made) return;
-    await create(path.slice(0, path.lastIndexOf('/')));
-    await create(path);
+  async createRoot(path: string): Promise<void> {
+    await this.#unless(
+      [NODE_EXISTS],
+      undefined,
+      this.#call('create a root', (c, done) => c.create(path, (error) => done(error))),
+    );
   }
 
   /**
-   * Creates every node of `nodes` in one transaction (all or none), ephemeral and sequential, each holding
-   * `data`; resolves with the paths created (their sequence numbers appended), or null when a parent is
-   * missing (never made, or a sweep deleted it).
+   * Our znode in every place's queue, ephemeral and sequential, holding `data`, and the queue's own znode
+   * (persistent, empty) before it where `withQueue`: all in one write, all or none. One plain create when
+   * there is one znode to make (less work for the ensemble than a one-op transaction). Resolves with the
+   * paths created (their sequence numbers appended), or with the first thing that made the write fail: a
+   * queue missing, a queue made with it that existed already, or the root missing under a queue made with it.
    */
-  async createSequential(nodes: readonly string[], data: Buffer): Promise<string[] | null> {
-    const EPHEMERAL_SEQUENTIAL = 3;
-    const results = await this.#unless(
-      [NO_NODE],
-      null,
-      this.#call<Array<{ path: string }>>('enqueue', (c, done) => {
-        // One znode: a plain create, which the ensemble handles with less work than a one-op transaction.
-        if (nodes.length === 1) return c.create(nodes[0] as string, data, EPHEMERAL_SEQUENTIAL, (error, path) => done(error, [{ path }]));
-        const tx = c.transaction();
-        for (const node of nodes) tx.create(node, data, EPHEMERAL_SEQUENTIAL);
-        tx.commit(done);
-      }),
-    );
-    return results?.map((r) => r.path) ?? null;
+  async enqueue(places: readonly Place[], data: Buffer): Promise<Enqueued> {
+    type Op = { readonly queue: string; readonly node?: string }; // the queue's own znode, or our znode in it
+    const ops: Op[] = places.flatMap((p) => [...(p.withQueue ? [{ queue: p.queue }] : []), { queue: p.queue, node: p.node }]);
+    const failed = (op: Op | undefined, code: number | undefined): Enqueued | undefined => {
+      if (!op) return undefined;
+      if (op.node && code === NO_NODE) return { missing: op.queue };
+      if (!op.node && code === NODE_EXISTS) return { exists: op.queue };
+      if (!op.node && code === NO_NODE) return { rootMissing: op.queue.slice(0, op.queue.lastIndexOf('/')) };
+      return undefined;
+    };
+    return this.#call<Enqueued>('enqueue', (c, done) => {
+      const [only] = ops;
+      if (ops.length === 1 && only?.node)
+        return c.create(only.node, data, EPHEMERAL_SEQUENTIAL, (error, path) => {
+          const why = error ? failed(only, codeOf(error)) : undefined;
+          if (why || !error) done(null, why ?? { paths: [path] });
+          else done(error);
+        });
+      const tx = c.transaction();
+      for (const op of ops) {
+        if (op.node) tx.create(op.node, data, EPHEMERAL_SEQUENTIAL);
+        else tx.create(op.queue, Buffer.alloc(0), PERSISTENT);
+      }
+      tx.commit((error, results?: Array<{ path?: string; err?: number }>) => {
+        if (!error) return done(null, { paths: ops.flatMap((op, i) => (op.node ? [results![i]!.path!] : [])) });
+        // A failed transaction answers every op: the one that failed with its code, the others OK or "not run".
+        const at = results?.findIndex((r) => r.err !== undefined && r.err !== OK) ?? -1;
+        const why = failed(ops[at], results?.[at]?.err);
+        if (why) done(null, why);
+        else done(error);
+      });
+    });
   }
 
   /** The znode's stat, or null when it does not exist. With `onChange`, a one-shot watch is left on it. */
@@ -267,9 +295,9 @@ export class ZooKeeperStore {
     );
   }
 
-  /** Deletes the znode if it has no children (a queue nobody is in): what we keep stays bounded. */
-  async removeIfEmpty(path: string): Promise<void> {
-    await this.#unless(
+  /** Deletes the znode if it has no children (a queue nobody is in): what we keep stays bounded. Whether it did. */
+  removeIfEmpty(path: string): Promise<boolean> {
+    return this.#unless(
       [NOT_EMPTY, NO_NODE],
       false,
       this.#call('delete a queue', (c, done) => c.remove(path, -1, (error) => done(error, true))),

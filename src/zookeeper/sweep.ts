@@ -9,6 +9,7 @@
 // Safe against an acquire racing it: a queue deleted before an acquire's create makes the create fail with
 // NO_NODE, and the acquire makes the queue again (recipe.ts, enqueue). A queue with a holder or a waiter is
 // never deleted: ZooKeeper refuses to delete a znode that has children.
+import type { KnownQueues } from './known-queues.js';
 import type { ZooKeeperStore } from './store.js';
 
 /** At most this many queues looked at per sweep (the next sweep goes on from there), this many at a time. */
@@ -22,14 +23,14 @@ export const sweepPeriod = (ttl: number): number => Math.min(60_000, Math.max(1_
  * Every `period` ms, while the manager has a session (a manager never used connects for no sweep), deletes
  * the empty queues under `root`. Failures are left to the next sweep. Returns a function that stops it.
  */
-export function startSweeping(store: ZooKeeperStore, root: string, period: number): () => void {
+export function startSweeping(store: ZooKeeperStore, known: KnownQueues, root: string, period: number): () => void {
   let after = ''; // the last queue looked at: a root too large for one sweep is covered over several
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const next = (): void => {
     if (stopped) return;
     timer = setTimeout(() => {
-      void sweep(store, root, after)
+      void sweep(store, known, root, after)
         .then((last) => (after = last))
         .catch(() => undefined) // the ensemble out of reach, the manager closing: the next sweep
         .finally(next);
@@ -44,14 +45,17 @@ export function startSweeping(store: ZooKeeperStore, root: string, period: numbe
 }
 
 /** One sweep, from the queue after `after` on (wrapping around); the last queue it looked at, '' when it saw them all. */
-async function sweep(store: ZooKeeperStore, root: string, after: string): Promise<string> {
+async function sweep(store: ZooKeeperStore, known: KnownQueues, root: string, after: string): Promise<string> {
   if (!(await store.hasSession())) return after;
   const names = ((await store.children(root)) ?? []).sort();
   const queue = [...names.filter((n) => n > after), ...names.filter((n) => n <= after)].slice(0, SWEEP_LIMIT);
   for (let i = 0; i < queue.length; i += SWEEP_BATCH)
     await Promise.all(
       // One delete per queue, no read first: ZooKeeper itself refuses to delete a queue someone is in.
-      queue.slice(i, i + SWEEP_BATCH).map((name) => store.removeIfEmpty(`${root}/${name}`)),
+      queue.slice(i, i + SWEEP_BATCH).map(async (name) => {
+        // Deleted: this manager's next acquire of it makes it again, with its znode, in one transaction.
+        if (await store.removeIfEmpty(`${root}/${name}`)) known.forget(`${root}/${name}`);
+      }),
     );
   return queue.length < names.length ? (queue.at(-1) ?? '') : '';
 }
