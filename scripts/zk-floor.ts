@@ -1,7 +1,9 @@
 // Uncontended acquire+release on ZooKeeper against the store's floor, in one run on one ensemble: 3 servers,
 // every write fsynced (as bench/choosing.ts runs them). The floor is the least any queue lock can do: create
 // an ephemeral sequential znode, then delete it (2 writes). fencelock and the floor take turns in blocks, on
-// the same server (a follower, as most clients are), so the machine's load weighs on both alike.
+// the same server (a follower, as most clients are), so the machine's load weighs on both alike. fencelock
+// twice: on one resource again and again (its queue's znode stays), and on a fresh resource every time (its
+// queue's znode made with the acquire's, as in W1 of bench/choosing.ts).
 // Usage: node --import tsx scripts/zk-floor.ts [pairs, default 1000]
 import zookeeper from 'node-zookeeper-client';
 import { LockManager } from '../src/index.js';
@@ -42,6 +44,11 @@ try {
     const lock = await locks.acquire('floor-resource');
     await lock.release();
   };
+  let fresh = 0;
+  const freshLockPair = async (): Promise<void> => {
+    const lock = await locks.acquire(`fresh-${++fresh}`);
+    await lock.release();
+  };
   const timed = async (pair: () => Promise<void>, into: number[], n: number): Promise<void> => {
     for (let i = 0; i < n; i++) {
       const t0 = performance.now();
@@ -54,20 +61,24 @@ try {
   await timed(lockPair, warm, 200);
   const floor: number[] = [];
   const fencelock: number[] = [];
+  const fencelockFresh: number[] = [];
   const recipe: number[] = [];
   for (let done = 0; done < pairs; done += BLOCK) {
     await timed(floorPair, floor, Math.min(BLOCK, pairs - done));
     await timed(lockPair, fencelock, Math.min(BLOCK, pairs - done));
+    await timed(freshLockPair, fencelockFresh, Math.min(BLOCK, pairs - done));
     await timed(recipePair, recipe, Math.min(BLOCK, pairs - done));
   }
   const p = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
   const row = (name: string, xs: number[]): string =>
-    `${name.padEnd(40)} p50 ${p(xs, 0.5).toFixed(2)} ms  p90 ${p(xs, 0.9).toFixed(2)} ms  p99 ${p(xs, 0.99).toFixed(2)} ms`;
+    `${name.padEnd(46)} p50 ${p(xs, 0.5).toFixed(2)} ms  p90 ${p(xs, 0.9).toFixed(2)} ms  p99 ${p(xs, 0.99).toFixed(2)} ms`;
   console.log(`${pairs} sequential pairs each, 3 servers, forceSync=yes, client on ${server.name} (a ${await server.mode()})`);
   console.log(row('floor: create eph.-seq. + delete', floor));
   console.log(row('raw: (create, list) + delete', recipe));
-  console.log(row('fencelock: acquire + release', fencelock));
-  console.log(`ratio of p50s: ${(p(fencelock, 0.5) / p(floor, 0.5)).toFixed(2)}x`);
+  console.log(row('fencelock: acquire + release, one resource', fencelock));
+  console.log(row('fencelock: the same, a fresh resource each', fencelockFresh));
+  const ratio = (xs: number[]): string => `${(p(xs, 0.5) / p(floor, 0.5)).toFixed(2)}x`;
+  console.log(`ratio of p50s to the floor: one resource ${ratio(fencelock)}, fresh resources ${ratio(fencelockFresh)}`);
   await locks.close();
   client.close();
 } finally {

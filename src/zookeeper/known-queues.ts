@@ -17,17 +17,19 @@ export class KnownQueues {
   readonly #seen = new Map<string, number>();
   readonly #maxAge: number;
   readonly #limit: number;
+  readonly #now: () => number;
 
-  constructor(maxAge: number, limit = KNOWN_QUEUES_LIMIT) {
+  constructor(maxAge: number, limit = KNOWN_QUEUES_LIMIT, now: () => number = monotonicNow) {
     this.#maxAge = maxAge;
     this.#limit = limit;
+    this.#now = now;
   }
 
   /** Whether `queue` is most likely there: seen in use within `maxAge`, and not deleted by our sweep since. */
   has(queue: string): boolean {
     const seen = this.#seen.get(queue);
     if (seen === undefined) return false;
-    if (monotonicNow() - seen <= this.#maxAge) return true;
+    if (this.#now() - seen <= this.#maxAge) return true;
     this.#seen.delete(queue);
     return false;
   }
@@ -35,7 +37,7 @@ export class KnownQueues {
   /** `queue` exists now (a znode was created in it, released from it, or its creation failed as existing). */
   saw(queue: string): void {
     this.#seen.delete(queue); // re-inserted last: the Map's order is the order of use
-    this.#seen.set(queue, monotonicNow());
+    this.#seen.set(queue, this.#now());
     if (this.#seen.size > this.#limit) this.#seen.delete(this.#seen.keys().next().value as string);
   }
 
