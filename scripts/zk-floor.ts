@@ -39,6 +39,22 @@ try {
     ]);
     await call((done) => client.remove(path, -1, done));
   };
+  // The same on a fresh resource: the queue's znode and ours made in one transaction, with the list.
+  let rawFresh = 0;
+  const recipeFreshPair = async (): Promise<void> => {
+    const queue = `/floor-fresh-${++rawFresh}`;
+    const [results] = await Promise.all([
+      call<Array<{ path: string }>>((done) =>
+        client
+          .transaction()
+          .create(queue, Buffer.alloc(0), zookeeper.CreateMode.PERSISTENT)
+          .create(`${queue}/n-`, Buffer.from('x'), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL)
+          .commit(done),
+      ),
+      call((done) => client.getChildren(queue, done)),
+    ]);
+    await call((done) => client.remove(results[1]!.path, -1, done));
+  };
   const locks = new LockManager(`zk://${hosts}`, { ttl: 10_000 });
   const lockPair = async (): Promise<void> => {
     const lock = await locks.acquire('floor-resource');
@@ -63,18 +79,21 @@ try {
   const fencelock: number[] = [];
   const fencelockFresh: number[] = [];
   const recipe: number[] = [];
+  const recipeFresh: number[] = [];
   for (let done = 0; done < pairs; done += BLOCK) {
     await timed(floorPair, floor, Math.min(BLOCK, pairs - done));
     await timed(lockPair, fencelock, Math.min(BLOCK, pairs - done));
     await timed(freshLockPair, fencelockFresh, Math.min(BLOCK, pairs - done));
     await timed(recipePair, recipe, Math.min(BLOCK, pairs - done));
+    await timed(recipeFreshPair, recipeFresh, Math.min(BLOCK, pairs - done));
   }
   const p = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))]!;
   const row = (name: string, xs: number[]): string =>
-    `${name.padEnd(46)} p50 ${p(xs, 0.5).toFixed(2)} ms  p90 ${p(xs, 0.9).toFixed(2)} ms  p99 ${p(xs, 0.99).toFixed(2)} ms`;
+    `${name.padEnd(52)} p50 ${p(xs, 0.5).toFixed(2)} ms  p90 ${p(xs, 0.9).toFixed(2)} ms  p99 ${p(xs, 0.99).toFixed(2)} ms`;
   console.log(`${pairs} sequential pairs each, 3 servers, forceSync=yes, client on ${server.name} (a ${await server.mode()})`);
   console.log(row('floor: create eph.-seq. + delete', floor));
   console.log(row('raw: (create, list) + delete', recipe));
+  console.log(row('raw, fresh: (multi: queue + create, list) + delete', recipeFresh));
   console.log(row('fencelock: acquire + release, one resource', fencelock));
   console.log(row('fencelock: the same, a fresh resource each', fencelockFresh));
   const ratio = (xs: number[]): string => `${(p(xs, 0.5) / p(floor, 0.5)).toFixed(2)}x`;
