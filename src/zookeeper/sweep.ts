@@ -1,14 +1,17 @@
 // The sweep that keeps what fencelock leaves in ZooKeeper bounded. A queue's znode is made by the first acquire
-// that finds it missing and stays while the resource is in use; a release leaves it (deleting it would cost a
-// write now and another at the next acquire), and so does a holder or waiter whose session ended (a crash, an
-// expiry): the ensemble deletes its ephemeral znodes, not their queue. Every manager sweeps its root instead,
-// deleting the queues it finds empty. Container znodes (ZooKeeper >= 3.5, what Curator makes) would have the
-// ensemble delete them, but node-zookeeper-client only sends a plain create (the container mode, 4, passed
-// through it makes a persistent znode).
+// that finds it missing (in one transaction with that acquire's znode: recipe.ts, enqueue) and stays while the
+// resource is in use; a release leaves it (deleting it would cost a write now and another at the next
+// acquire), and so does a holder or waiter whose session ended (a crash, an expiry): the ensemble deletes its
+// ephemeral znodes, not their queue. Every manager sweeps its root instead, deleting the queues it finds
+// empty, and forgets them (known-queues.ts). Container znodes (ZooKeeper >= 3.5, what Curator makes) would
+// have the ensemble delete them, but node-zookeeper-client 1.1 cannot make one: it has no createContainer
+// request (opcode 19), the container mode (4) passed to its create makes a persistent znode, and it cannot
+// read the answer to a container create (it drops the connection on an unknown reply type; a transaction's
+// answer with one throws out of its socket handler).
 //
-// Safe against an acquire racing it: a queue deleted before an acquire's create makes the create fail with
-// NO_NODE, and the acquire makes the queue again (recipe.ts, enqueue). A queue with a holder or a waiter is
-// never deleted: ZooKeeper refuses to delete a znode that has children.
+// Safe against an acquire racing it: a queue deleted before an acquire's plain create makes that create fail
+// with NO_NODE, and the acquire makes the queue with its znode in one transaction. A queue with a holder or a
+// waiter is never deleted: ZooKeeper refuses to delete a znode that has children.
 import type { KnownQueues } from './known-queues.js';
 import type { ZooKeeperStore } from './store.js';
 
