@@ -30,6 +30,7 @@ type Watcher = (event: unknown) => void;
 
 export interface Transaction {
   create(path: string, data: Buffer, mode: number): Transaction;
+  setData(path: string, data: Buffer, version: number): Transaction;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as in @types/node-zookeeper-client: the results' shape depends on the operations
   commit(callback: (error: Failure, results: any) => void): void;
 }

@@ -93,8 +93,8 @@ async function attempt(call: Call): Promise<ZooKeeperGrant | string> {
     removeForSure(store, session.id, () => removeOurs(store, hold.queues, call.protectedId), 'dequeue', hold.resources);
   try {
     const sentAt = monotonicNow();
-    const { paths, firstLook } = await enqueue(call);
-    const turn = await takeTurn(call, session, paths, { sentAt, look: firstLook });
+    const { paths, madeAt, firstLook } = await enqueue(call);
+    const turn = await takeTurn(call, session, paths, madeAt, { sentAt, look: firstLook });
     if (turn === 'expired') {
       await cleanUp();
       return 'its session expired while it waited';
@@ -127,23 +127,24 @@ type Look = { names: string[]; pzxid: bigint } | null;
  * Step 1: our znode in every queue, in one write, and the first queue's children with it: both sent at once,
  * one round trip (ZooKeeper answers a session's requests in order, so the list already holds our znode).
  * A queue the manager knows to exist (known-queues.ts) takes our znode in a plain create; one it does not is
- * made in the same transaction as our znode: either way one write when the guess is right. A wrong guess
+ * made in the same transaction as our znode: either way one write when the guess is right. A queue made so
+ * needs no look: our znode is its first child, nobody can be ahead of it (takeTurn). A wrong guess
  * fails the write (a queue missing: never made, or a sweep deleted it; or a queue made with it that exists)
  * and corrects the guess for the next try: one failed write more, as often as there are queues, and a sweep
  * racing the acquire may cost a few more, so a bounded number of tries.
  */
-async function enqueue(call: Call): Promise<{ paths: string[]; firstLook: Look }> {
+async function enqueue(call: Call): Promise<{ paths: string[]; madeAt: Array<bigint | undefined>; firstLook: Look | undefined }> {
   const { store, known, hold } = call;
   const tries = MAX_WRONG_GUESSES + 2 * hold.queues.length;
   for (let tried = 1; ; tried++) {
     const places = hold.queues.map((q) => ({ queue: q.path, node: nodePrefix(q, call.protectedId), withQueue: !known.has(q.path) }));
     const [enqueued, firstLook] = await Promise.all([
       store.enqueue(places, Buffer.from(call.token)),
-      store.list((hold.queues[0] as Queue).path),
+      places[0]?.withQueue ? undefined : store.list((hold.queues[0] as Queue).path),
     ]);
     if ('paths' in enqueued) {
       for (const q of hold.queues) known.saw(q.path);
-      return { paths: enqueued.paths, firstLook };
+      return { paths: enqueued.paths, madeAt: enqueued.madeAt, firstLook };
     }
     if (tried >= tries) throw new NodeError(store.name, `could not enqueue: its queues were made and deleted under it ${tried} times`);
     if ('missing' in enqueued) known.forget(enqueued.missing);
@@ -157,19 +158,23 @@ const MAX_WRONG_GUESSES = 3;
 
 /**
  * Step 2: until nothing is in our way in any queue. `sentAt`: the last round trip that found us in line.
- * `firstLook`: the first queue's children, read with the create (and when that was sent).
+ * `madeAt`: per queue, the zxid of the write that made it with our znode (no look needed: ours is its first
+ * child). `firstLook`: the first queue's children, read with the create (and when that was sent), if it was.
  *
  * The fence: the greatest `pzxid` (the zxid of the queue's last child created or deleted) among the looks
  * that let us through, one per queue. Every earlier holder's znode was created before that look and was gone
  * by it (or its deletion is the look's pzxid), so every earlier holder looked before a zxid this one is at
- * least; every later holder looks after our znode's deletion, a later zxid still. Strictly increasing per
- * resource, from the ensemble's log, with no write of its own (docs/fencing.md).
+ * least; every later holder looks after our znode's deletion, a later zxid still. A queue we made counts with
+ * the zxid of the write that made it, which is its pzxid then: every earlier holder's znode was deleted, and
+ * its queue after it, before that write. Strictly increasing per resource, from the ensemble's log, with no
+ * write of its own (docs/fencing.md).
  */
 async function takeTurn(
   call: Call,
   session: Session,
   paths: readonly string[],
-  firstLook: { sentAt: number; look: Look },
+  madeAt: ReadonlyArray<bigint | undefined>,
+  firstLook: { sentAt: number; look: Look | undefined },
 ): Promise<{ sentAt: number; fence: bigint } | 'expired'> {
   const { store, hold, o } = call;
   let retries = 0;
@@ -177,6 +182,11 @@ async function takeTurn(
   let fence = 0n;
   let looked: Look | undefined = firstLook.look;
   for (const [i, queue] of hold.queues.entries()) {
+    const made = madeAt[i];
+    if (made !== undefined) {
+      if (made > fence) fence = made;
+      continue;
+    }
     const mine = Number((paths[i] as string).slice(-10));
     // Bounded: each pass waits for one change in this queue, or ends the call.
     for (let failures = 0; ;) {

@@ -73,8 +73,15 @@ export interface Place {
   readonly withQueue: boolean;
 }
 
-/** What an enqueue did: our znodes' paths, or why it made nothing (each a path to act on). */
-export type Enqueued = { paths: string[] } | { missing: string } | { exists: string } | { rootMissing: string };
+/**
+ * What an enqueue did: our znodes' paths and, per place, the zxid of the write that made its queue with our
+ * znode (undefined where the queue was there); or why it made nothing (each a path to act on).
+ */
+export type Enqueued =
+  | { paths: string[]; madeAt: Array<bigint | undefined> }
+  | { missing: string }
+  | { exists: string }
+  | { rootMissing: string };
 
 const codeOf = (error: unknown): number | undefined => (error as { getCode?: () => number })?.getCode?.();
 
@@ -207,14 +214,19 @@ export class ZooKeeperStore {
    * Our znode in every place's queue, ephemeral and sequential, holding `data`, and the queue's own znode
    * (persistent, empty) before it where `withQueue`: all in one write, all or none. One plain create when
    * there is one znode to make (less work for the ensemble than a one-op transaction). Resolves with the
-   * paths created (their sequence numbers appended), or with the first thing that made the write fail: a
-   * queue missing, a queue made with it that existed already, or the root missing under a queue made with it.
+   * paths created (their sequence numbers appended) and, for each queue made with them, the write's zxid
+   * (read from the stat of an empty setData of the queue in the same transaction: the create answers only
+   * with a path), or with the first thing that made the write fail: a queue missing, a queue made with it
+   * that existed already, or the root missing under a queue made with it.
    */
   async enqueue(places: readonly Place[], data: Buffer): Promise<Enqueued> {
-    type Op = { readonly queue: string; readonly node?: string }; // the queue's own znode, or our znode in it
-    const ops: Op[] = places.flatMap((p) => [...(p.withQueue ? [{ queue: p.queue }] : []), { queue: p.queue, node: p.node }]);
+    // The queue's own znode, our znode in it, or the setData whose stat dates a queue made with our znode.
+    type Op = { readonly queue: string; readonly node?: string; readonly dating?: true };
+    const ops: Op[] = places.flatMap((p) =>
+      p.withQueue ? [{ queue: p.queue }, { queue: p.queue, node: p.node }, { queue: p.queue, dating: true as const }] : [{ queue: p.queue, node: p.node }],
+    );
     const failed = (op: Op | undefined, code: number | undefined): Enqueued | undefined => {
-      if (!op) return undefined;
+      if (!op || op.dating) return undefined;
       if (op.node && code === NO_NODE) return { missing: op.queue };
       if (!op.node && code === NODE_EXISTS) return { exists: op.queue };
       if (!op.node && code === NO_NODE) return { rootMissing: op.queue.slice(0, op.queue.lastIndexOf('/')) };
@@ -225,16 +237,23 @@ export class ZooKeeperStore {
       if (ops.length === 1 && only?.node)
         return c.create(only.node, data, EPHEMERAL_SEQUENTIAL, (error, path) => {
           const why = error ? failed(only, codeOf(error)) : undefined;
-          if (why || !error) done(null, why ?? { paths: [path] });
+          if (why || !error) done(null, why ?? { paths: [path], madeAt: [undefined] });
           else done(error);
         });
       const tx = c.transaction();
       for (const op of ops) {
         if (op.node) tx.create(op.node, data, EPHEMERAL_SEQUENTIAL);
+        else if (op.dating) tx.setData(op.queue, Buffer.alloc(0), -1);
         else tx.create(op.queue, Buffer.alloc(0), PERSISTENT);
       }
-      tx.commit((error, results?: Array<{ path?: string; err?: number }>) => {
-        if (!error) return done(null, { paths: ops.flatMap((op, i) => (op.node ? [results![i]!.path!] : [])) });
+      tx.commit((error, results?: Array<{ path?: string; err?: number; stat?: Stat }>) => {
+        if (!error) {
+          const stat = (queue: string): Stat | undefined => results![ops.findIndex((op) => op.dating && op.queue === queue)]?.stat;
+          return done(null, {
+            paths: ops.flatMap((op, i) => (op.node ? [results![i]!.path!] : [])),
+            madeAt: places.map((p) => (p.withQueue ? zxid(stat(p.queue)!.pzxid) : undefined)),
+          });
+        }
         // A failed transaction answers every op: the one that failed with its code, the others OK or "not run".
         const at = results?.findIndex((r) => r.err !== undefined && r.err !== OK) ?? -1;
         const why = failed(ops[at], results?.[at]?.err);

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import zookeeper from 'node-zookeeper-client';
 import { LockManager } from '../../src/index.js';
 import { startZooKeeperEnsemble, type LocalZooKeeperEnsemble } from '../../src/testing/index.js';
+import { eventually } from '../support/harness.js';
 import { requireZooKeeper } from '../support/optional.js';
 
 describe('zookeeper: the writes of an uncontended acquire+release', { skip: requireZooKeeper('ZooKeeper (writes per pair)') }, () => {
@@ -61,6 +62,28 @@ describe('zookeeper: the writes of an uncontended acquire+release', { skip: requ
     // Three fresh resources at once: one transaction makes their queues and our znodes; one delete each.
     assert.equal(await writesOf(pair(locks, ['multi-a', 'multi-b', 'multi-c'])), 4);
     assert.equal(await writesOf(pair(locks, ['multi-a', 'multi-b', 'multi-c'])), 4);
+  });
+
+  test('a holder that made its queue takes that write’s zxid as its fence, without a look; the waiter behind it gets a greater one', async () => {
+    const locks = manager('dated:');
+    await pair(locks, 'warm-up')();
+    const holder = await locks.acquire('dated');
+    const stat = await new Promise<zookeeper.Stat>((resolve, reject) =>
+      client.exists('/dated/dated', (error, found) => (error ? reject(error as Error) : resolve(found))),
+    );
+    assert.equal(holder.fence, stat.czxid.readBigInt64BE(0), 'the zxid of the transaction that made the queue');
+    const waiting = locks.acquire('dated');
+    // The waiter's znode is in the queue before the holder lets go (its create is logged: one more zxid).
+    const childrenOf = (): Promise<string[]> =>
+      new Promise((resolve, reject) => client.getChildren('/dated/dated', (error, names) => (error ? reject(error as Error) : resolve(names))));
+    await eventually(async () => (await childrenOf()).length === 2, 5_000, 20);
+    await holder.release();
+    const next = await waiting;
+    assert.ok(next.fence > holder.fence, `fences ${holder.fence}, ${next.fence}`);
+    await next.release();
+    const again = await locks.acquire('dated');
+    assert.ok(again.fence > next.fence, `fences ${next.fence}, ${again.fence}`);
+    await again.release();
   });
 
   test('a queue another client made: one failed transaction, then the plain create; known from then on', async () => {
