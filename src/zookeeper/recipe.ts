@@ -382,7 +382,11 @@ async function removeForSure(
  * Release: delete our znodes (for sure: see removeForSure); the waiter behind each is told by its watch. Their
  * queues are known to be there until a sweep finds them empty: the next acquire sends the plain create.
  */
-export async function release(store: ZooKeeperStore, known: KnownQueues, grant: ZooKeeperGrant): Promise<{ released: number; nodes: number }> {
+export async function release(
+  store: ZooKeeperStore,
+  known: KnownQueues,
+  grant: ZooKeeperGrant,
+): Promise<{ released: number; nodes: number }> {
   const removed = await removeForSure(store, grant.sessionId, () => removeAll(store, grant.paths), 'release', grant.resources);
   for (const path of grant.paths) known.saw(path.slice(0, path.lastIndexOf('/')));
   return { released: removed > 0 ? 1 : 0, nodes: 1 };

@@ -78,10 +78,7 @@ export interface Place {
  * znode (undefined where the queue was there); or why it made nothing (each a path to act on).
  */
 export type Enqueued =
-  | { paths: string[]; madeAt: Array<bigint | undefined> }
-  | { missing: string }
-  | { exists: string }
-  | { rootMissing: string };
+  { paths: string[]; madeAt: Array<bigint | undefined> } | { missing: string } | { exists: string } | { rootMissing: string };
 
 const codeOf = (error: unknown): number | undefined => (error as { getCode?: () => number })?.getCode?.();
 
@@ -223,7 +220,9 @@ export class ZooKeeperStore {
     // The queue's own znode, our znode in it, or the setData whose stat dates a queue made with our znode.
     type Op = { readonly queue: string; readonly node?: string; readonly dating?: true };
     const ops: Op[] = places.flatMap((p) =>
-      p.withQueue ? [{ queue: p.queue }, { queue: p.queue, node: p.node }, { queue: p.queue, dating: true as const }] : [{ queue: p.queue, node: p.node }],
+      p.withQueue
+        ? [{ queue: p.queue }, { queue: p.queue, node: p.node }, { queue: p.queue, dating: true as const }]
+        : [{ queue: p.queue, node: p.node }],
     );
     const failed = (op: Op | undefined, code: number | undefined): Enqueued | undefined => {
       if (!op || op.dating) return undefined;

@@ -75,7 +75,9 @@ describe('zookeeper: the writes of an uncontended acquire+release', { skip: requ
     const waiting = locks.acquire('dated');
     // The waiter's znode is in the queue before the holder lets go (its create is logged: one more zxid).
     const childrenOf = (): Promise<string[]> =>
-      new Promise((resolve, reject) => client.getChildren('/dated/dated', (error, names) => (error ? reject(error as Error) : resolve(names))));
+      new Promise((resolve, reject) =>
+        client.getChildren('/dated/dated', (error, names) => (error ? reject(error as Error) : resolve(names))),
+      );
     await eventually(async () => (await childrenOf()).length === 2, 5_000, 20);
     await holder.release();
     const next = await waiting;
