@@ -3,12 +3,13 @@
 //   1. enqueue        one write creates an ephemeral sequential znode in every queue, owned by our
 //                     session, holding our owner token, named as Curator names its own (queue.ts); a queue
 //                     not known to exist (known-queues.ts) is made in the same transaction, so a fresh
-//                     resource costs no write more than a busy one. The first look at the queue is sent
-//                     with the create: one round trip for both
+//                     resource costs no write more than a busy one. The first look at a queue that was
+//                     there is sent with the create: one round trip for both; a queue we made needs none
 //   2. wait (turn)    per queue, watch the znode in our way until none is (FIFO: one release wakes one
 //                     waiter); the session keeps our place meanwhile
-//   3. fence          the zxid of the queue's last change as seen by the look that let us through: from the
-//                     ensemble's log, strictly increasing per resource, no write of its own (takeTurn)
+//   3. fence          the zxid of the queue's last change as seen by the look that let us through (for a
+//                     queue we made, the zxid of the write that made it): from the ensemble's log,
+//                     strictly increasing per resource, no write of its own (takeTurn)
 //
 // The lease is the session: our znodes live as long as it does. A lock is valid from the last round trip
 // that found its znodes, for the session's timeout (the ensemble cannot end the session sooner after hearing
