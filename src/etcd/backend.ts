@@ -42,10 +42,15 @@ export class EtcdBackend implements Backend {
       () => randomHex(18),
     );
     this.#lines = lines;
+    const releasedGrants = new WeakSet<EtcdGrant>();
     this.lease = {
       extend: (grant, ttl) => extend(store, grant as EtcdGrant, ttl),
       release: async (grant) => {
         const g = grant as EtcdGrant;
+        // Once per grant: a lock lost and then released comes twice, and by the second time its lease may
+        // carry another hold (lent again, or passed on in the line), which a second release must not revoke.
+        if (releasedGrants.has(g)) return { released: 0, nodes: 1 };
+        releasedGrants.add(g);
         const resource = g.resources.length === 1 ? (g.resources[0] as string) : undefined;
         if (resource === undefined) return release(store, local, g);
         // The next caller of this process for the resource may take it with one write (local-line.ts).
