@@ -18,7 +18,7 @@ import type { RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
 import { LockTimeoutError } from '../errors.js';
 import type { ResolvedAcquire } from '../options.js';
-import type { EtcdGrant } from './recipe.js';
+import { MAX_DELAY, type EtcdGrant } from './recipe.js';
 
 /** The etcd acquire of one caller (the recipe's, bound to the manager's store). */
 export type StoreAcquire = (o: ResolvedAcquire, signal: AbortSignal, onRetry: (info: RetryInfo) => void) => Promise<WaitResult>;
@@ -80,8 +80,10 @@ export class LocalLines {
         reject(error);
         this.#forgetIfIdle(resource, joined);
       };
+      if (signal.aborted) return reject(signal.reason);
       const onAbort = (): void => leave(signal.reason);
-      const timer = setTimeout(() => leave(new LockTimeoutError([resource], o.timeout, 'held by others')), o.timeout);
+      // No timer for a wait longer than setTimeout takes (Infinity: until the signal aborts).
+      const timer = o.timeout <= MAX_DELAY ? setTimeout(() => leave(new LockTimeoutError([resource], o.timeout, 'held by others')), o.timeout) : undefined;
       const caller: Caller = {
         o,
         signal,
@@ -95,7 +97,6 @@ export class LocalLines {
         },
         gaveUp: false,
       };
-      if (signal.aborted) return reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       joined.waiting.push(caller);
     });

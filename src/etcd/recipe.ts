@@ -29,6 +29,9 @@ import type { Lease, LeasePool } from './leases.js';
 import { blocker, keyValue, lookBack, window, type Queue } from './queue.js';
 import type { EtcdStore, KeyWatch } from './store.js';
 
+/** The longest delay setTimeout takes (a longer one fires at once). */
+export const MAX_DELAY = 2 ** 31 - 1;
+
 /** What a lease loses to the leader's clock running fast: the Redis default's allowance (not an option on etcd). */
 const DRIFT_FACTOR = 0.01;
 const drift = (ttl: number): number => driftOf(ttl, DRIFT_FACTOR);
@@ -364,10 +367,9 @@ class Waiting {
         onAbort = () => reject(this.signal.reason);
         if (this.signal.aborted) return onAbort();
         this.signal.addEventListener('abort', onAbort, { once: true });
-        timer = setTimeout(
-          () => reject(new LockTimeoutError(resources, timeout, 'held by others')),
-          Math.max(0, this.deadline - monotonicNow()),
-        );
+        // No timer for a wait longer than setTimeout takes (timeout: Infinity waits until the signal aborts).
+        const left = Math.max(0, this.deadline - monotonicNow());
+        if (left <= MAX_DELAY) timer = setTimeout(() => reject(new LockTimeoutError(resources, timeout, 'held by others')), left);
         if (local && key !== 'any') unregister = this.place?.registry.wait(key.key, local);
         started =
           key === 'any'

@@ -123,6 +123,24 @@ describe('etcd: the line of a process’s callers of one mutex', { skip: require
     await lock.release();
   });
 
+  test('timeout: Infinity waits until served, in the line and in etcd’s queue (no timer that fires at once)', async () => {
+    const locks = manager();
+    const other = manager();
+    const holder = await locks.acquire('forever');
+    let settled = 0;
+    const inLine = locks.acquire('forever', { timeout: Infinity }).finally(() => settled++);
+    const inEtcd = other.acquire('forever', { timeout: Infinity }).finally(() => settled++);
+    await eventually(async () => (await waiters(locks, 'forever')) === 1, 5_000);
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(settled, 0, 'neither wait ended before the release');
+    await holder.release();
+    const first = await inEtcd; // queued in etcd before the release: served first
+    await first.release();
+    const second = await inLine;
+    assert.ok(holder.fence < first.fence && first.fence < second.fence);
+    await second.release();
+  });
+
   test('a holder that never releases: the next caller gets the lock once its lease has ended', async () => {
     const locks = manager(1_000);
     const holder = await locks.acquire('abandoned', { autoExtend: false });
