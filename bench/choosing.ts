@@ -268,7 +268,11 @@ const SETUPS: Record<string, () => Promise<Setup>> = {
 for (const name of only ?? []) if (!(name in SETUPS)) throw new Error(`--only: unknown setup ${name} (${Object.keys(SETUPS).join(', ')})`);
 const rows: Record<string, unknown>[] = [];
 for (const [name, make] of Object.entries(SETUPS)) if (!only || only.includes(name)) rows.push(await measure(make));
-if (smoke || only) process.exit(0); // a partial or brief run: printed, not written
+if (smoke || only) {
+  // A partial or brief run: its rows printed, nothing written.
+  console.log(JSON.stringify(rows, null, 2));
+  process.exit(0);
+}
 const date = new Date().toISOString().slice(0, 10);
 const machine = { cpus: os.cpus().length, node: process.version, at: new Date().toISOString() };
 await mkdir('bench/results', { recursive: true });

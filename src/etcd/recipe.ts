@@ -8,13 +8,17 @@
 //                        (FIFO, one release wakes one waiter); the lease is kept alive meanwhile. Each look
 //                        is a read-only transaction that also checks all our keys still hang on our lease
 //   release              one transaction deletes our keys (if they are still ours): the lease goes back to
-//                        the manager's idle leases. Uncontended, a lock is 2 writes, the floor.
+//                        the manager's idle leases. Uncontended, a lock is 2 writes, the floor. The waiter
+//                        of this process right behind our key may hold at once (hand-over.ts)
+//   passOn               a mutex's next caller in this process's line (local-line.ts) holds with one write:
+//                        our key put again with its token, on the same lease, if nobody else is queued
 //
 // The fence is a revision of the cluster: strictly increasing and linearizable, taken from inside the
 // holder's turn (a revision at which its keys exist and are first in their queues). A holder that got its
 // turn at once holds from its create revision on: that is its fence. One that waited takes the revision of
 // the read that found it first with its keys in place: no write (earlier versions re-wrote their keys for
-// it). Its create revision would not do: it lies before its turn, and a holder before it may carry a fence
+// it). One handed the lock in this process takes the revision of the hand-over's transaction, when that
+// transaction found (or made) its key first. Its create revision would not do: it lies before its turn, and a holder before it may carry a fence
 // from inside its own turn that is greater (docs/fencing.md). No write-back, no trust rule, no quarantine:
 // a member that lost its data rejoins by Raft, not by fencelock.
 import type { ICompare, IKeyValue, IRequestOp } from './etcd3-types.js';
