@@ -52,7 +52,9 @@ export class EtcdBackend implements Backend {
         if (releasedGrants.has(g)) return { released: 0, nodes: 1 };
         releasedGrants.add(g);
         const resource = g.resources.length === 1 ? (g.resources[0] as string) : undefined;
-        if (resource === undefined) return release(store, local, g);
+        // Only a mutex on one resource has a line (a semaphore or read-write hold of the same name does not).
+        if (resource === undefined || !g.keys[0]?.toString().startsWith(mutexQueue(options.keyPrefix, resource).prefix))
+          return release(store, local, g);
         // The next caller of this process for the resource may take it with one write (local-line.ts).
         const rest = await lines.handOver(resource, g);
         if (!rest) return { released: 1, nodes: 1 };
