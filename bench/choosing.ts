@@ -9,7 +9,8 @@
 //   floor  etcd and ZooKeeper: the same pairs made of the store's two bare writes (bench/floors.ts), p50 (ms);
 //          printed beside fencelock's pair as a ratio, and W3's hand-over time in floor pairs
 //   W2   64 callers in one process, each on its own resources: acquire+release pairs per second
-//   W3   16 callers in one process on one resource, hold 1 ms: acquisitions per second, wait p99 (ms)
+//   W3   16 callers in one process on one resource, hold 1 ms: acquisitions per second, wait p99 (ms), and the
+//        hand-over gap (release() called to the next grant) p50 and p99, printed beside the floor
 //   down one node / member SIGKILLed (Sentinel: the replica), then W2 for 2 s: pairs per second still served
 //   window  the primary / leader SIGKILLed: ms until the next acquire succeeds (single Redis: restarted at once,
 //           as a supervisor would, and it comes back empty; Sentinel: not restarted, the replica is promoted;
@@ -184,23 +185,34 @@ async function w2(locks: LockManager, ms: number, callers = 64): Promise<{ pairs
   return { pairsPerSecond: Math.round(pairs / ((now() - started) / 1000)), errors };
 }
 
-async function w3(locks: LockManager): Promise<{ acquisitionsPerSecond: number; waitP99: number | null }> {
+async function w3(locks: LockManager): Promise<{ acquisitionsPerSecond: number; waitP99: number | null; gapP50: number | null; gapP99: number | null }> {
   const resource = fresh('w3');
   const end = now() + SIZE.w3;
   const waits: number[] = [];
+  /** hand-over gaps: from a holder calling release() to the next holder's acquire() resolving */
+  const gaps: number[] = [];
+  let releasing = 0;
   const started = now();
   await Promise.all(
     Array.from({ length: 16 }, async () => {
       while (now() < end) {
         const t0 = now();
         const lock = await locks.acquire(resource, { timeout: TTL });
-        waits.push(now() - t0);
+        const acquired = now();
+        waits.push(acquired - t0);
+        if (releasing > 0) gaps.push(acquired - releasing);
         await new Promise((r) => setTimeout(r, 1));
+        releasing = now();
         await lock.release();
       }
     }),
   );
-  return { acquisitionsPerSecond: Math.round(waits.length / ((now() - started) / 1000)), waitP99: round(percentile(waits, 99), 1) };
+  return {
+    acquisitionsPerSecond: Math.round(waits.length / ((now() - started) / 1000)),
+    waitP99: round(percentile(waits, 99), 1),
+    gapP50: round(percentile(gaps, 50), 3),
+    gapP99: round(percentile(gaps, 99), 1),
+  };
 }
 
 async function window(setup: Setup, locks: LockManager): Promise<number | null> {
@@ -232,7 +244,7 @@ async function measure(make: () => Promise<Setup>): Promise<Record<string, unkno
     const floor = setup.floor ? await setup.floor(SIZE.pairs, SIZE.warmup) : null;
     const throughput = await w2(locks, SIZE.w2);
     const contention = await w3(locks);
-    if (floor !== null) console.log(floorLine(setup.name, latency.pair, floor, contention.acquisitionsPerSecond));
+    if (floor !== null) console.log(floorLine(setup.name, latency.pair, floor, contention));
     await setup.killOne();
     const degraded = setup.name === 'single Redis' ? { pairsPerSecond: 0, errors: null } : await w2(locks, SIZE.w2 * (2 / 3));
     await setup.restoreOne();
@@ -249,12 +261,18 @@ async function measure(make: () => Promise<Setup>): Promise<Record<string, unkno
  * fencelock against the floor: its pair's p50 over the floor's (target: at most 1.25), and a W3 hand-over
  * (1 s / acquisitions per second) in floor pairs (target: at most 1.5).
  */
-function floorLine(setup: string, pair: number | null, floor: number, acquisitionsPerSecond: number): string {
+function floorLine(
+  setup: string,
+  pair: number | null,
+  floor: number,
+  { acquisitionsPerSecond, gapP50, gapP99 }: { acquisitionsPerSecond: number; gapP50: number | null; gapP99: number | null },
+): string {
   const ratio = pair === null ? NaN : pair / floor;
   const handOver = 1000 / acquisitionsPerSecond / floor;
   return (
     `${setup}: floor pair p50 ${floor} ms; fencelock pair p50 ${pair} ms = ${ratio.toFixed(2)}x the floor (target <= 1.25); ` +
-    `W3 ${acquisitionsPerSecond} acq/s = a hand-over per ${handOver.toFixed(2)} floor pairs (target <= 1.5, i.e. >= ${Math.round(1000 / (1.5 * floor))} acq/s)`
+    `W3 ${acquisitionsPerSecond} acq/s = a hand-over per ${handOver.toFixed(2)} floor pairs (target <= 1.5, i.e. >= ${Math.round(1000 / (1.5 * floor))} acq/s); ` +
+    `hand-over gap (release() called to the next grant) p50 ${gapP50} ms = ${((gapP50 ?? NaN) / floor).toFixed(2)} floor pairs, p99 ${gapP99} ms`
   );
 }
 
@@ -269,8 +287,8 @@ for (const name of only ?? []) if (!(name in SETUPS)) throw new Error(`--only: u
 const rows: Record<string, unknown>[] = [];
 for (const [name, make] of Object.entries(SETUPS)) if (!only || only.includes(name)) rows.push(await measure(make));
 if (smoke || only) {
-  // A partial or brief run: printed (every figure of each row), not written.
-  for (const row of rows) console.log(JSON.stringify(row));
+  // A partial or brief run: its rows printed, nothing written.
+  console.log(JSON.stringify(rows, null, 2));
   process.exit(0);
 }
 const date = new Date().toISOString().slice(0, 10);

@@ -8,25 +8,33 @@
 //                        (FIFO, one release wakes one waiter); the lease is kept alive meanwhile. Each look
 //                        is a read-only transaction that also checks all our keys still hang on our lease
 //   release              one transaction deletes our keys (if they are still ours): the lease goes back to
-//                        the manager's idle leases. Uncontended, a lock is 2 writes, the floor.
+//                        the manager's idle leases. Uncontended, a lock is 2 writes, the floor. The waiter
+//                        of this process right behind our key may hold at once (hand-over.ts)
+//   passOn               a mutex's next caller in this process's line (local-line.ts) holds with one write:
+//                        our key put again with its token, on the same lease, if nobody else is queued
 //
 // The fence is a revision of the cluster: strictly increasing and linearizable, taken from inside the
 // holder's turn (a revision at which its keys exist and are first in their queues). A holder that got its
 // turn at once holds from its create revision on: that is its fence. One that waited takes the revision of
 // the read that found it first with its keys in place: no write (earlier versions re-wrote their keys for
-// it). Its create revision would not do: it lies before its turn, and a holder before it may carry a fence
+// it). One handed the lock in this process takes the revision of the hand-over's transaction, when that
+// transaction found (or made) its key first. Its create revision would not do: it lies before its turn, and a holder before it may carry a fence
 // from inside its own turn that is greater (docs/fencing.md). No write-back, no trust rule, no quarantine:
 // a member that lost its data rejoins by Raft, not by fencelock.
-import type { IKeyValue, IRequestOp } from './etcd3-types.js';
+import type { ICompare, IKeyValue, IRequestOp } from './etcd3-types.js';
 import type { Grant, RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
 import { callClock, pauseAfterFailure, TOO_SLOW, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
 import { LockTimeoutError, NodeError, type NodeFailure, type QuorumError } from '../errors.js';
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
+import { isFirst, type HandOver, type LocalHandOvers, type LocalWaiter } from './hand-over.js';
 import type { Lease, LeasePool } from './leases.js';
 import { blocker, keyValue, lookBack, window, type Queue } from './queue.js';
 import type { EtcdStore, KeyWatch } from './store.js';
+
+/** The longest delay setTimeout takes (a longer one fires at once). */
+export const MAX_DELAY = 2 ** 31 - 1;
 
 /** What a lease loses to the leader's clock running fast: the Redis default's allowance (not an option on etcd). */
 const DRIFT_FACTOR = 0.01;
@@ -40,6 +48,12 @@ export interface EtcdGrant extends Grant {
   /** the lease length asked for, s: the idle leases it joins after the release */
   readonly leaseAsked: number;
   readonly keys: readonly Buffer[];
+  /** each key's value (the owner token, after `r `/`w ` in a read-write lock): a release deletes only its own */
+  readonly values: readonly Buffer[];
+  /** the create revision of its keys (all made in one transaction) */
+  readonly created: string;
+  /** monotonic ms just before the lease's last known renewal (or grant): it lives `leaseSeconds` from then at least */
+  readonly renewedAt: number;
 }
 
 /** `<prefix><lease id in hex>`: one key per lease per queue. */
@@ -48,7 +62,7 @@ function keyIn(queue: Queue, leaseId: string): Buffer {
 }
 
 /** The end of a key range covering every key that starts with `prefix`. */
-export function prefixEnd(prefix: string): Buffer {
+export function prefixEnd(prefix: string | Buffer): Buffer {
   const end = Buffer.from(prefix);
   end[end.length - 1] = (end[end.length - 1] as number) + 1;
   return end;
@@ -65,6 +79,7 @@ export type Hold = ConsensusHold<Queue>;
 interface Call extends CallClock {
   readonly store: EtcdStore;
   readonly pool: LeasePool;
+  readonly handOvers: LocalHandOvers;
   readonly hold: Hold;
   readonly onRetry: (info: RetryInfo) => void;
   /** this call's owner token: the value of its keys */
@@ -77,13 +92,13 @@ interface Call extends CallClock {
  */
 export function acquire(
   store: EtcdStore,
-  pool: LeasePool,
+  local: { readonly pool: LeasePool; readonly handOvers: LocalHandOvers },
   hold: Hold,
   o: ResolvedAcquire,
   signal: AbortSignal,
   onRetry: (info: RetryInfo) => void,
 ): Promise<WaitResult> {
-  const call: Call = { ...callClock(o, signal), store, pool, hold, onRetry, token: randomHex(18) };
+  const call: Call = { ...callClock(o, signal), store, ...local, hold, onRetry, token: randomHex(18) };
   return untilGranted({ ...call, resources: hold.resources }, () => attempt(call));
 }
 
@@ -105,10 +120,13 @@ async function attempt(call: Call): Promise<EtcdGrant | string> {
       ttl: o.ttl,
       // From just before the lease was granted or last renewed: the server's lease outlives it.
       validUntil: (turn.renewedAt ?? sentAt) + o.ttl - drift(o.ttl),
+      renewedAt: turn.renewedAt ?? sentAt,
       leaseId: lease.id,
       leaseSeconds: lease.ttl,
       leaseAsked: asked,
       keys: hold.queues.map((q) => keyIn(q, lease.id)),
+      values: hold.queues.map((q) => Buffer.from(keyValue(q, call.token))),
+      created: turn.created,
       ops: hold.ops,
     };
     if (grant.validUntil > monotonicNow()) return grant;
@@ -131,7 +149,7 @@ async function grantLease({ store, hold }: Call, seconds: number): Promise<Lease
   }
 }
 
-type Turn = { fence: bigint; renewedAt: number | undefined } | 'lease-ended';
+type Turn = { fence: bigint; renewedAt: number | undefined; created: string } | 'lease-ended';
 
 /** Steps 2 and 3. `renew`: the lease was idle, renew it beside the enqueue (its keys need it alive). */
 async function takeTurn(call: Call, lease: Lease, renew: boolean): Promise<Turn> {
@@ -158,23 +176,25 @@ async function takeTurn(call: Call, lease: Lease, renew: boolean): Promise<Turn>
       });
       if (left <= 0) return 'lease-ended';
     }
-    return { fence: BigInt(mine), renewedAt: undefined };
+    return { fence: BigInt(mine), renewedAt: undefined, created: mine };
   }
   if (o.timeout === 0) throw new LockTimeoutError(resources, 0, 'held by others');
-  const waiting = new Waiting(store, lease.id, o.ttl, call.deadline, call.signal);
+  // A waiter in one queue can be handed its turn by a release of this process (hand-over.ts).
+  const handOvers = queues.length === 1 ? { registry: call.handOvers, key: keys[0] as Buffer, leaseId: lease.id } : undefined;
+  const waiting = new Waiting(store, lease.id, o.ttl, call.deadline, call.signal, handOvers);
   try {
     let retries = 0;
     let turn: Turn = 'lease-ended';
     for (const queue of queues) {
       // Bounded: each pass waits for one deletion in this queue, or ends the call.
       for (let failures = 0; ;) {
-        let woke: 'deleted' | 'lease-ended';
+        let woke: 'deleted' | 'lease-ended' | HandOver;
         try {
           const look = await waiting.guard(lookAt(store, queue, mine, keys, lease.id), resources);
           if (look === 'lease-ended') return 'lease-ended';
           const inWay = blocker(queue, look.before);
           if (inWay === null) {
-            turn = { fence: BigInt(look.revision), renewedAt: look.renewedAt };
+            turn = { fence: BigInt(look.revision), renewedAt: look.renewedAt, created: mine };
             break;
           }
           woke = await waiting.forDeletion(queue, inWay, look.revision, resources, o.timeout);
@@ -186,6 +206,11 @@ async function takeTurn(call: Call, lease: Lease, renew: boolean): Promise<Turn>
         if (woke === 'lease-ended') return 'lease-ended';
         failures = 0;
         call.onRetry({ resources, attempt: ++retries, reason: 'notified', waited: monotonicNow() - call.started });
+        if (woke !== 'deleted' && woke !== 'look again') {
+          // Handed over by a release of this process: first in its only queue, at the release's revision.
+          turn = { ...woke, created: mine };
+          break;
+        }
       }
     }
     // The last look found us first in the last queue, with all our keys in place; we became first in the
@@ -266,6 +291,14 @@ async function lookAt(
   return { before, revision: String(res.header.revision), renewedAt };
 }
 
+/** What a waiter in one queue needs to be handed its turn by a release of this process. */
+interface HandOverPlace {
+  readonly registry: LocalHandOvers;
+  /** the waiter's key and lease */
+  readonly key: Buffer;
+  readonly leaseId: string;
+}
+
 /**
  * One waiter's wait: the deadline, the signal, and its lease kept alive (every third of its ttl) so that
  * its place outlives a long wait. Ends as 'lease-ended' when the lease is gone all the same.
@@ -281,6 +314,7 @@ class Waiting {
     ttl: number,
     private readonly deadline: number,
     private readonly signal: AbortSignal,
+    private readonly place: HandOverPlace | undefined,
   ) {
     this.#renewal = setInterval(
       () => {
@@ -307,31 +341,40 @@ class Waiting {
     }
   }
 
-  /** Until `key` (or, for 'any', a key of the queue) is deleted after `revision`; LockTimeoutError at the deadline. */
+  /**
+   * Until `key` (or, for 'any', a key of the queue) is deleted after `revision`; LockTimeoutError at the
+   * deadline. A release of this process may hand the turn over instead (hand-over.ts), or tell it to look again.
+   */
   async forDeletion(
     queue: Queue,
     key: IKeyValue | 'any',
     revision: string,
     resources: readonly string[],
     timeout: number,
-  ): Promise<'deleted' | 'lease-ended'> {
+  ): Promise<'deleted' | 'lease-ended' | HandOver> {
     if (this.#leaseEnded) return 'lease-ended';
     let started: Promise<KeyWatch> | undefined;
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
+    let unregister: (() => void) | undefined;
     try {
-      return await new Promise<'deleted' | 'lease-ended'>((resolve, reject) => {
+      return await new Promise<'deleted' | 'lease-ended' | HandOver>((resolve, reject) => {
         const from = String(BigInt(revision) + 1n);
-        const deleted = (): void => resolve('deleted');
+        const local: LocalWaiter | undefined =
+          this.place && key !== 'any' ? { key: this.place.key, leaseId: this.place.leaseId, settle: resolve, claimed: false } : undefined;
+        // Once a release of this process claimed us, it settles the wait: the watch's news of it comes too.
+        const deleted = (): void => {
+          if (!local?.claimed) resolve('deleted');
+        };
         const failed = (error: Error): void => reject(quorumError(resources, 'acquire', this.store, error));
         this.#wake = () => resolve('lease-ended');
         onAbort = () => reject(this.signal.reason);
         if (this.signal.aborted) return onAbort();
         this.signal.addEventListener('abort', onAbort, { once: true });
-        timer = setTimeout(
-          () => reject(new LockTimeoutError(resources, timeout, 'held by others')),
-          Math.max(0, this.deadline - monotonicNow()),
-        );
+        // No timer for a wait longer than setTimeout takes (timeout: Infinity waits until the signal aborts).
+        const left = Math.max(0, this.deadline - monotonicNow());
+        if (left <= MAX_DELAY) timer = setTimeout(() => reject(new LockTimeoutError(resources, timeout, 'held by others')), left);
+        if (local && key !== 'any') unregister = this.place?.registry.wait(key.key, local);
         started =
           key === 'any'
             ? this.store.watchDeletes({ prefix: Buffer.from(queue.prefix) }, from, deleted, failed)
@@ -339,6 +382,7 @@ class Waiting {
         started.catch(failed);
       });
     } finally {
+      unregister?.();
       clearTimeout(timer);
       if (onAbort) this.signal.removeEventListener('abort', onAbort);
       this.#wake = undefined;
@@ -370,18 +414,73 @@ export async function extend(
     const [left, held] = await Promise.all([
       store.keepAlive(grant.leaseId),
       store.txn('check the lock', {
-        compare: grant.keys.map((key) => ({ key, target: 'Lease', result: 'Equal', lease: grant.leaseId })),
+        compare: owned(grant),
         success: [],
         failure: [],
       }),
     ]);
     if (left <= 0 || !held.succeeded) return { failures: [], extended: 0 };
-    return { grant: { ...grant, ttl: granted, validUntil: sentAt + granted - drift(granted) } };
+    const extended: EtcdGrant = { ...grant, ttl: granted, validUntil: sentAt + granted - drift(granted), renewedAt: sentAt };
+    return { grant: extended };
   } catch (error) {
     store.failures.tell(error, 'extend', grant.resources);
     return { failures: [{ node: store.name, error: error as Error }], extended: 0 };
   }
 }
+
+/** Compares that hold while the grant's keys are still its own: on its lease, with its token (a lease may pass on). */
+function owned(grant: EtcdGrant): ICompare[] {
+  return grant.keys.flatMap((key, i) => [
+    { key, target: 'Lease' as const, result: 'Equal' as const, lease: grant.leaseId },
+    { key, target: 'Value' as const, result: 'Equal' as const, value: grant.values[i] },
+  ]);
+}
+
+/**
+ * The mutex's next holder in this process, with one write (local-line.ts): `held`'s key put again with
+ * `next`'s token on the same lease, only if no other key is in the queue (every key was created no later than
+ * ours). Its revision is the fence: the key exists and is first there. The lease is renewed beside it unless
+ * its last renewal is more recent than RENEWED_SHARE of the next holder's ttl: that holder's validity counts
+ * from the last renewal, so it starts with at least 95% of its ttl (less the drift) and the hand-over's path
+ * is one write. null when another key is queued or the key is no longer `held`'s: `held` is then released as usual.
+ */
+export async function passOn(store: EtcdStore, held: EtcdGrant, next: { token: string; ttl: number }): Promise<EtcdGrant | null> {
+  const key = held.keys[0] as Buffer;
+  const prefix = queuePrefixOf(key);
+  const now = monotonicNow();
+  const renewal = now - held.renewedAt > next.ttl * RENEWED_SHARE ? store.keepAlive(held.leaseId) : undefined;
+  renewal?.catch(() => undefined); // awaited below
+  const res = await store.txn('hand the lock over', {
+    compare: [
+      ...owned(held),
+      { key: prefix, range_end: prefixEnd(prefix), target: 'Create', result: 'Less', create_revision: String(BigInt(held.created) + 1n) },
+    ],
+    success: [{ request_put: { key, value: Buffer.from(next.token), lease: held.leaseId } }],
+    failure: [],
+  });
+  if (!res.succeeded) return null;
+  // The lease outlives its last renewal by leaseSeconds, at least the next holder's ttl (the same lease length).
+  const renewedAt = renewal && (await renewal.catch(() => 0)) > 0 ? now : held.renewedAt;
+  const validUntil = renewedAt + next.ttl - drift(next.ttl);
+  const grant: EtcdGrant = {
+    ...held,
+    token: next.token,
+    values: [Buffer.from(next.token)],
+    fence: BigInt(res.header.revision),
+    ttl: next.ttl,
+    validUntil,
+    renewedAt,
+  };
+  if (validUntil > monotonicNow()) return grant;
+  await store.revoke(held.leaseId).catch(() => undefined); // no validity left: revoked, nobody holds
+  return null;
+}
+
+/** How old (a share of the ttl) a lease's last renewal may be for a hand-over in the process to skip renewing it. */
+const RENEWED_SHARE = 0.05;
+
+/** The queue a key is in: all of it up to its last `/` (a lease id in hex follows). */
+const queuePrefixOf = (key: Buffer): Buffer => key.subarray(0, key.lastIndexOf('/') + 1);
 
 /**
  * Calls `lost` once any of the grant's keys is deleted after it was granted (its lease revoked by
@@ -414,29 +513,64 @@ export function watchLoss(store: EtcdStore, grant: EtcdGrant, lost: (reason: str
  * Release: one transaction deletes our keys, if they all still hang on our lease (the waiter behind each is
  * told by its watch), and the lease joins the manager's idle ones, for the next lock: no revoke, no grant.
  * A key of ours already gone (forceRelease, an operator, the lease ended): the lease is revoked instead, and
- * whatever is left of the lock goes with it.
+ * whatever is left of the lock goes with it. When the waiter behind our key is of this process, the same
+ * transaction reads the queue's first key and its lease is renewed beside it: it may hold at once (hand-over.ts).
  */
-export async function release(store: EtcdStore, pool: LeasePool, grant: EtcdGrant): Promise<{ released: number; nodes: number }> {
+export async function release(
+  store: EtcdStore,
+  { pool, handOvers }: { readonly pool: LeasePool; readonly handOvers: LocalHandOvers },
+  grant: EtcdGrant,
+): Promise<{ released: number; nodes: number }> {
+  const next = grant.keys.length === 1 ? handOvers.claim(grant.keys[0] as Buffer) : undefined;
+  const renewedAt = monotonicNow();
+  const renewal = next ? store.keepAlive(next.leaseId) : undefined;
+  renewal?.catch(() => undefined); // awaited in handOver
+  let res;
   try {
-    const res = await store.txn('release the lock', {
-      compare: grant.keys.map((key) => ({ key, target: 'Lease', result: 'Equal', lease: grant.leaseId })),
-      success: grant.keys.map((key) => ({ request_delete_range: { key } })),
+    res = await store.txn('release the lock', {
+      compare: owned(grant),
+      success: [...grant.keys.map((key) => ({ request_delete_range: { key } })), ...(next ? [firstKeyOf(grant.keys[0] as Buffer)] : [])],
       failure: [],
     });
-    if (res.succeeded) {
-      pool.giveBack(grant.leaseAsked, { id: grant.leaseId, ttl: grant.leaseSeconds }, grant.validUntil);
-      return { released: 1, nodes: 1 };
-    }
   } catch (error) {
+    next?.settle('look again');
     // Not lost for good: the lease ends on the server at its ttl, and the waiter behind gets the lock then.
     store.failures.tell(error, 'release', grant.resources);
     return { released: 0, nodes: 1 };
   }
+  if (res.succeeded) {
+    pool.giveBack(grant.leaseAsked, { id: grant.leaseId, ttl: grant.leaseSeconds }, grant.validUntil);
+    if (next && renewal) void handOver(next, res.responses[grant.keys.length]?.response_range.kvs[0], res.header.revision, renewal, renewedAt);
+    return { released: 1, nodes: 1 };
+  }
+  next?.settle('look again');
   const revoked = await store.revoke(grant.leaseId).catch((error: unknown) => {
     store.failures.tell(error, 'release', grant.resources);
     return false;
   });
   return { released: revoked ? 1 : 0, nodes: 1 };
+}
+
+/** A read of the first key (by create revision) of the queue `key` is in: the queue's prefix is all of it up to its last `/`. */
+function firstKeyOf(key: Buffer): IRequestOp {
+  const prefix = queuePrefixOf(key);
+  return { request_range: { key: prefix, range_end: prefixEnd(prefix), sort_target: 'Create', sort_order: 'Ascend', limit: 1 } };
+}
+
+/**
+ * The waiter behind a released key holds from the release's revision when the queue's first key then was its
+ * own on its lease, and its lease was renewed beside the release (its validity counts from just before).
+ */
+async function handOver(
+  next: LocalWaiter,
+  first: IKeyValue | undefined,
+  revision: string,
+  renewal: Promise<number>,
+  renewedAt: number,
+): Promise<void> {
+  if (!isFirst(next, first)) return next.settle('look again');
+  const left = await renewal.catch(() => 0);
+  next.settle(left > 0 ? { fence: BigInt(revision), renewedAt } : 'look again');
 }
 
 /** The keys of a queue in order (first = holder), the revision they were read at. */

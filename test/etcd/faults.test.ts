@@ -197,6 +197,55 @@ describe('etcd faults (3 members)', { skip: requireEtcd('etcd (the etcd backend)
     await lock.release();
   });
 
+  test('callers in line in two managers through a leader SIGKILL: never two valid holders, fences rising in grant order', async (t) => {
+    const managersInLine = [manager(), manager()];
+    const resource = 'line-through-kill';
+    await timeToGrant(managersInLine[0]!, 'warm-up-line', 20_000);
+    const fences: bigint[] = [];
+    const holding = new Set<Lock>();
+    const overlaps: string[] = [];
+    let failures = 0;
+    let stop = false;
+    // Four callers in each manager: three of each wait in their process's line, one in etcd's queue.
+    const loops = [0, 0, 0, 0, 1, 1, 1, 1].map(async (m) => {
+      // Bounded by `stop` (set below within 40 s) and each call's own timeout.
+      while (!stop) {
+        try {
+          await managersInLine[m]!.withLock(
+            resource,
+            async (lock) => {
+              for (const other of holding) if (other.isValid()) overlaps.push(`${other.fence} still valid when ${lock.fence} was granted`);
+              holding.add(lock);
+              fences.push(lock.fence);
+              await new Promise((r) => setTimeout(r, 2));
+              holding.delete(lock);
+            },
+            { timeout: 15_000 },
+          );
+        } catch {
+          failures++; // a call that met the election (timeout, quorum error): allowed, counted
+        }
+      }
+    });
+    try {
+      await eventually(() => fences.length >= 20, 20_000);
+      const leader = await cluster.waitForLeader();
+      await leader.kill();
+      const atKill = fences.length;
+      await eventually(() => fences.length >= atKill + 40, 30_000);
+      stop = true;
+      await Promise.all(loops);
+      t.diagnostic(`${fences.length} holds, ${failures} failed calls, across a leader SIGKILL`);
+      assert.deepEqual(overlaps, []);
+      for (let i = 1; i < fences.length; i++) assert.ok(fences[i]! > fences[i - 1]!, `fence ${fences[i]} after ${fences[i - 1]}`);
+      await leader.restart();
+      await cluster.waitForLeader();
+    } finally {
+      stop = true;
+      await Promise.all(loops);
+    }
+  });
+
   test('no unhandled rejection came out of the gRPC layer during these faults', () => {
     assert.deepEqual(unhandled, []);
   });
