@@ -1,7 +1,8 @@
 // The Quint model of the protocol (docs/model/fencelock.qnt), simulated: `npm run model` itself (the shipped
-// restart quarantine keeps both invariants over its 6,000 random traces), and the same simulation with the
-// old per-call-ttl rule, which must find the majority-restart double grant from scratch (docs/model/README.md
-// has the figures).
+// protocol, hand-over in the release included, keeps every invariant over its 6,000 random traces), and two
+// planted flaws that the same simulation must find from scratch: the old per-call-ttl restart quarantine
+// (the majority-restart double grant) and the waiter that dates a handed lease from its pop or wake-up
+// (docs/model/README.md has the figures).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -45,37 +46,57 @@ function verdict(run: Verdict): boolean {
 }
 
 // Seeds far apart: quint's generator is counter-based, so seeds 1, 2, 3 would run almost the same traces.
-const SEEDS = ['0x2f1c9a3b7d05', '0x5b3e8d2c1f47', '0x7a4d6e9b3c21'];
-// A double grant found from scratch under the per-call rule: replaying its seed shows it in one trace.
-const RECORDED = '0x91c2f5a90584';
+// Each finds its flaw well inside the 6,000-trace budget (docs/model/README.md lists the trace counts).
+const PER_CALL_SEEDS = ['0x5b3e8d2c1f47', '0x7a4d6e9b3c21'];
+const WAKE_UP_SEEDS = ['0x2f1c9a3b7d05', '0x5b3e8d2c1f47', '0x7a4d6e9b3c21'];
+// Seeds recorded from those runs: each replays its flaw in one trace.
+const PER_CALL_RECORDED = '0x5b3e8d2e58df';
+const WAKE_UP_RECORDED = '0x7a4d6e9b3ce9';
+
+// Searches with each seed for a violation of `invariant` in module `main`, one run after another.
+async function search(main: string, invariant: string, seeds: readonly string[]): Promise<Verdict[]> {
+  const runs: Verdict[] = [];
+  for (const seed of seeds) runs.push(await quint(withOptions({ '--main': main, '--invariant': invariant, '--seed': seed })));
+  return runs;
+}
+
+function replay(main: string, invariant: string, seed: string): Promise<Verdict> {
+  return quint(withOptions({ '--main': main, '--invariant': invariant, '--seed': seed, '--max-samples': '1' }));
+}
 
 describe('the protocol model', () => {
-  // Two lanes, one per core: `npm run model` in one, the per-call runs and the replays in the other.
+  // Two lanes, one per core: `npm run model` and then one replay in one lane (about 30 s of CPU), the
+  // searches for the planted flaws and their replays in the other.
   const shipped = quint(MODEL_ARGS);
-  const perCall = (async () => {
-    const runs: Verdict[] = [];
-    for (const seed of SEEDS)
-      runs.push(await quint(withOptions({ '--main': 'percall', '--invariant': 'mutualExclusion', '--seed': seed })));
-    return runs;
+  const safeReplay = shipped.then(() => replay('auto', 'safety', WAKE_UP_RECORDED));
+  const flaws = (async () => {
+    const perCall = await search('percall', 'mutualExclusion', PER_CALL_SEEDS);
+    const wakeUp = await search('wakeup', 'mutualExclusion', WAKE_UP_SEEDS);
+    const perCallReplay = await replay('percall', 'mutualExclusion', PER_CALL_RECORDED);
+    const wakeUpReplay = await replay('wakeup', 'mutualExclusion', WAKE_UP_RECORDED);
+    return { perCall, wakeUp, perCallReplay, wakeUpReplay };
   })();
-  const replays = perCall.then(async () => ({
-    perCall: await quint(withOptions({ '--main': 'percall', '--invariant': 'mutualExclusion', '--seed': RECORDED, '--max-samples': '1' })),
-    shipped: await quint(withOptions({ '--seed': RECORDED, '--max-samples': '1' })),
-  }));
 
-  test('npm run model: the shipped rule (auto) keeps both invariants', async () => {
+  test('npm run model: the shipped protocol (auto) keeps every invariant', async () => {
     const run = await shipped;
     assert.ok(verdict(run), run.output.slice(-3_000));
   });
 
   test('the per-call-ttl rule: the same simulation finds the majority-restart double grant from scratch', async () => {
-    const runs = await perCall;
-    runs.forEach((run, i) => assert.equal(verdict(run), false, `seed ${SEEDS[i]}: no double grant found\n${run.output.slice(-1_000)}`));
+    const { perCall } = await flaws;
+    perCall.forEach((run, i) => assert.equal(verdict(run), false, `seed ${PER_CALL_SEEDS[i]}: no double grant found\n${run.output.slice(-1_000)}`));
   });
 
-  test('a recorded seed replays the double grant under the per-call rule, and none under the shipped rule', async () => {
-    const { perCall: bad, shipped: good } = await replays;
-    assert.equal(verdict(bad), false, 'the old rule lets a short-ttl contender in while the long lease is valid');
-    assert.equal(verdict(good), true, good.output.slice(-3_000));
+  test('a waiter that dates a handed lease from its pop or wake-up: found from scratch', async () => {
+    const { wakeUp } = await flaws;
+    wakeUp.forEach((run, i) => assert.equal(verdict(run), false, `seed ${WAKE_UP_SEEDS[i]}: no double grant found\n${run.output.slice(-1_000)}`));
+  });
+
+  test('recorded seeds replay each flaw in one trace; the wake-up schedule under the safe dating shows none', async () => {
+    const { perCallReplay, wakeUpReplay } = await flaws;
+    assert.equal(verdict(perCallReplay), false, 'the old rule lets a short-ttl contender in while the long lease is valid');
+    assert.equal(verdict(wakeUpReplay), false, 'a lease dated from the wake-up outlives the handed keys');
+    const safe = await safeReplay;
+    assert.equal(verdict(safe), true, safe.output.slice(-3_000));
   });
 });
