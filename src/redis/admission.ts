@@ -1,0 +1,131 @@
+// Admission of a manager's mutex acquires (issue 25). A caller that goes to the nodes builds its whole acquire
+// round up front: a waiter token, its queue options, the round's keys and arguments, one request per node, and
+// the promises, closures and timers that go with them; about 6 KB. In a burst of thousands of callers on
+// distinct keys (nothing to coalesce), they all did so at once and then waited for a slot on the node's
+// connection (adapters/in-flight.ts). Here at most `limit` callers are making their first attempt at once; the
+// others wait in arrival order as a small record of their arguments and start as slots free up.
+//
+// A slot is held only for the first attempt (wait.ts calls `firstAttemptDone`), never while a caller waits for a
+// lock that is held: a caller holding one lock and asking for another must never wait for a slot that callers
+// waiting on its own lock occupy. A waiting caller keeps its timeout (counted from its arrival, as its place in
+// the nodes' queue is) and its signal.
+import type { WaitResult } from '../backend.js';
+import { monotonicNow } from '../clock.js';
+import { LockTimeoutError } from '../errors.js';
+import { onAbort } from './abort-listeners.js';
+import { Deadlines, type Deadline } from './adapters/deadlines.js';
+import type { NodeAcquire } from './local-queue.js';
+import { ticketNow, type Arrival } from './wait.js';
+
+/** A caller waiting for its first attempt to start: its arguments, and how it gives up. */
+interface Parked {
+  readonly args: Parameters<NodeAcquire>;
+  readonly resolve: (result: WaitResult) => void;
+  readonly reject: (error: unknown) => void;
+  deadline: Deadline | undefined;
+  stopListening: (() => void) | undefined;
+  /** it gave up (timeout, signal) while parked: skipped when its turn comes */
+  gone: boolean;
+}
+
+export class Admission {
+  /** callers whose first attempt is under way */
+  #starting = 0;
+  /** callers waiting for a slot, oldest first from #head (compacted as it drains) */
+  #parked: Array<Parked | undefined> = [];
+  #head = 0;
+  /** one timer for every parked caller's timeout */
+  readonly #deadlines = new Deadlines();
+
+  constructor(
+    readonly limit: number,
+    private readonly nodeAcquire: NodeAcquire,
+  ) {}
+
+  /** Callers waiting for a slot now (some may have given up and not been dropped yet). */
+  get parked(): number {
+    return this.#parked.length - this.#head;
+  }
+
+  /** Callers whose first attempt is under way now. */
+  get starting(): number {
+    return this.#starting;
+  }
+
+  /** The node-level acquire, started at once while fewer than `limit` first attempts are under way, else parked. */
+  readonly acquire: NodeAcquire = (resources, opts, signal, onRetry, arrival) => {
+    // #pump keeps the line empty while slots are free: nobody is passed over.
+    if (this.#starting < this.limit) return this.#start(resources, opts, signal, onRetry, arrival);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const at: Arrival = arrival ?? { started: monotonicNow(), ticket: opts.fair && opts.timeout > 0 ? ticketNow() : '' };
+    return new Promise<WaitResult>((resolve, reject) => {
+      const p: Parked = { args: [resources, opts, signal, onRetry, at], resolve, reject, deadline: undefined, stopListening: undefined, gone: false };
+      this.#parked.push(p);
+      // A single attempt (timeout 0) has no time to run out: it waits for its one attempt.
+      if (opts.timeout > 0 && opts.timeout <= MAX_TIMER_MS)
+        p.deadline = this.#deadlines.add(at.started + opts.timeout, () =>
+          this.#giveUp(p, new LockTimeoutError(resources, opts.timeout, 'this manager had too many acquires starting at once')),
+        );
+      if (signal) p.stopListening = onAbort(signal, () => this.#giveUp(p, signal.reason));
+    });
+  };
+
+  #start(...[resources, opts, signal, onRetry, arrival]: Parameters<NodeAcquire>): Promise<WaitResult> {
+    this.#starting++;
+    let holding = true;
+    const done = (): void => {
+      if (!holding) return;
+      holding = false;
+      this.#starting--;
+      this.#pump();
+    };
+    const work = this.nodeAcquire(resources, opts, signal, onRetry, {
+      started: arrival?.started ?? monotonicNow(),
+      ticket: arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : ''),
+      firstAttemptDone: done,
+    });
+    work.then(done, done);
+    return work;
+  }
+
+  #pump(): void {
+    while (this.#starting < this.limit) {
+      const p = this.#shift();
+      if (!p) return;
+      this.#stopWaiting(p);
+      this.#start(...p.args).then(p.resolve, p.reject);
+    }
+  }
+
+  /** A parked caller's time ran out or its signal aborted: it leaves (its record is dropped when its turn comes). */
+  #giveUp(p: Parked, error: unknown): void {
+    if (p.gone) return;
+    p.gone = true;
+    this.#stopWaiting(p);
+    p.reject(error);
+  }
+
+  #stopWaiting(p: Parked): void {
+    if (p.deadline) this.#deadlines.done(p.deadline);
+    p.stopListening?.();
+  }
+
+  #shift(): Parked | undefined {
+    while (this.#head < this.#parked.length) {
+      const p = this.#parked[this.#head];
+      this.#parked[this.#head++] = undefined;
+      if (this.#head >= this.#parked.length) {
+        this.#parked = [];
+        this.#head = 0;
+      } else if (this.#head >= 1024 && this.#head * 2 >= this.#parked.length) {
+        this.#parked = this.#parked.slice(this.#head);
+        this.#head = 0;
+      }
+      if (p && !p.gone) return p;
+    }
+    return undefined;
+  }
+}
+
+/** The longest delay setTimeout takes (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
