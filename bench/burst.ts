@@ -4,11 +4,15 @@
 // (INFO cpu, summed over the nodes) and heap per acquire in flight (measured in the callers' process right
 // after the burst was fired, after a full GC).
 //
-//   npm run bench:burst                        all cells, this tree's src/
-//   npm run bench:burst -- --src /work/main/src --only one-key-8192
+//   npm run bench:burst                        all cells, this tree's package as built (it builds dist/ first)
+//   npm run bench:burst -- --only one-key-8192 --dist ../other/dist/esm
 //
-// --src: the fencelock source to load (another checkout's src/, to measure before and after a change).
+// fencelock is measured as users get it, the built package (dist/esm, plain tsc output), as the other workloads
+// measure it. --dist: another build to load (a checkout's dist/esm, to measure before and after a change);
+// --src: a checkout's TypeScript source instead, through tsx. tsx adds what users never run: it keeps function
+// names with a defineProperty on every named closure, about 250 bytes each, so heap per acquire reads higher.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -57,7 +61,8 @@ export const CELLS: readonly Cell[] = [
 
 interface ChildArgs {
   readonly library: Library;
-  readonly src: string;
+  /** the fencelock entry module to load: dist/esm/index.js, or a src/index.ts through tsx */
+  readonly entry: string;
   readonly urls: string[];
   readonly callers: number;
   readonly distinct: boolean;
@@ -79,7 +84,7 @@ async function openLibrary(args: ChildArgs): Promise<Pair> {
   await Promise.all(clients.map((c) => c.connect()));
   const closeClients = async (): Promise<void> => void (await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect()))));
   if (args.library === 'fencelock') {
-    const mod = (await import(pathToFileURL(path.join(args.src, 'index.ts')).href)) as typeof import('../src/index.js');
+    const mod = (await import(pathToFileURL(args.entry).href)) as typeof import('../src/index.js');
     const locks = new mod.LockManager(clients);
     return {
       acquire: (key) => locks.acquire(key, { timeout: 120_000 }),
@@ -199,13 +204,13 @@ interface Row {
   readonly firstError: string;
 }
 
-async function runCell(c: Cell, src: string): Promise<Row> {
+async function runCell(c: Cell, entry: string): Promise<Row> {
   const nodes = await startRedisNodes(c.nodes);
   const admin = nodes.urls.map((url) => new Redis(url));
   try {
     const key = `burst-${randomBytes(4).toString('hex')}`;
     const children = Array.from({ length: c.processes }, () =>
-      spawnChild({ library: c.library, src, urls: [...nodes.urls], callers: c.callers, distinct: c.distinct, key }),
+      spawnChild({ library: c.library, entry, urls: [...nodes.urls], callers: c.callers, distinct: c.distinct, key }),
     );
     await Promise.all(children.map((ch) => ch.ready));
     const cpuBefore = await redisCpu(admin);
@@ -245,22 +250,34 @@ function table(rows: readonly Row[]): string {
   return [...lines, ...(errors.length > 0 ? ['', ...errors] : [])].join('\n');
 }
 
+/** The fencelock module the cells load: --src <dir> (its index.ts), --dist <dir> (its index.js), else this tree's dist/esm. */
+function fencelockEntry(argv: readonly string[]): string {
+  const option = (name: string): string | undefined => {
+    const at = argv.indexOf(name);
+    return at >= 0 ? path.resolve(argv[at + 1] as string) : undefined;
+  };
+  const src = option('--src');
+  if (src) return path.join(src, 'index.ts');
+  const dist = option('--dist') ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '../dist/esm');
+  return path.join(dist, 'index.js');
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const childAt = argv.indexOf('--child');
   if (childAt >= 0) return child(JSON.parse(argv[childAt + 1] as string) as ChildArgs);
-  const srcAt = argv.indexOf('--src');
-  const src = path.resolve(srcAt >= 0 ? (argv[srcAt + 1] as string) : path.join(path.dirname(fileURLToPath(import.meta.url)), '../src'));
+  const entry = fencelockEntry(argv);
+  if (!existsSync(entry)) throw new Error(`${entry} not found: build it first (npm run bench:burst builds this tree's dist/)`);
   const onlyAt = argv.indexOf('--only');
   const only = onlyAt >= 0 ? (argv[onlyAt + 1] as string).split(',') : undefined;
   const rows: Row[] = [];
   for (const c of CELLS.filter((c) => !only || only.includes(c.id))) {
-    const row = await runCell(c, src);
+    const row = await runCell(c, entry);
     rows.push(row);
     // Each row as it completes: a run cut short still leaves its finished cells.
     console.error(table([row]).split('\n').slice(2).join('\n'));
   }
-  console.error(`fencelock from ${src}`); // stderr: stdout is the markdown that goes on docs/benchmarks.md (bench/external.ts)
+  console.error(`fencelock from ${entry}`); // stderr: stdout is the markdown that goes on docs/benchmarks.md (bench/external.ts)
   console.log(table(rows));
 }
 
