@@ -9,6 +9,10 @@
 // lock that is held: a caller holding one lock and asking for another must never wait for a slot that callers
 // waiting on its own lock occupy. A waiting caller keeps its timeout (counted from its arrival, as its place in
 // the nodes' queue is) and its signal.
+//
+// While a node is unresponsive (adapters/in-flight.ts) every round waits for it until nodeTimeout, so 256 at a
+// time would serve at most 256 callers per nodeTimeout, where a quorum of healthy nodes could serve them all:
+// then nobody waits here, at the memory cost of every caller's round, for the time a node is hung.
 import type { WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
 import { LockTimeoutError } from '../errors.js';
@@ -40,6 +44,8 @@ export class Admission {
   constructor(
     readonly limit: number,
     private readonly nodeAcquire: NodeAcquire,
+    /** a node is unresponsive: rounds are slow for want of it, not for want of memory (no cap then) */
+    private readonly degraded: () => boolean,
   ) {}
 
   /** Callers waiting for a slot now (some may have given up and not been dropped yet). */
@@ -55,7 +61,7 @@ export class Admission {
   /** The node-level acquire, started at once while fewer than `limit` first attempts are under way, else parked. */
   readonly acquire: NodeAcquire = (resources, opts, signal, onRetry, arrival) => {
     // #pump keeps the line empty while slots are free: nobody is passed over.
-    if (this.#starting < this.limit) return this.#start(resources, opts, signal, onRetry, arrival);
+    if (this.#starting < this.limit || this.degraded()) return this.#start(resources, opts, signal, onRetry, arrival);
     if (signal?.aborted) return Promise.reject(signal.reason);
     const at: Arrival = arrival ?? { started: monotonicNow(), ticket: opts.fair && opts.timeout > 0 ? ticketNow() : '' };
     return new Promise<WaitResult>((resolve, reject) => {
@@ -89,7 +95,7 @@ export class Admission {
   }
 
   #pump(): void {
-    while (this.#starting < this.limit) {
+    while (this.#starting < this.limit || this.degraded()) {
       const p = this.#shift();
       if (!p) return;
       this.#stopWaiting(p);

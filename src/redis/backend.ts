@@ -74,8 +74,11 @@ export class RedisBackend implements Backend {
     const redlock = this.#redlock;
     const notifications = this.#notifications;
     // One round puts one request on each node: as many first attempts at once as a node takes requests at once.
-    const admission = new Admission(MAX_IN_FLIGHT, (resources, o, signal, onRetry, arrival) =>
-      acquireWaiting(redlock, notifications, resources, o, signal, onRetry, arrival),
+    const nodes = this.#nodes;
+    const admission = new Admission(
+      MAX_IN_FLIGHT,
+      (resources, o, signal, onRetry, arrival) => acquireWaiting(redlock, notifications, resources, o, signal, onRetry, arrival),
+      () => nodes.some((n) => n.unresponsive),
     );
     this.#lines = new LocalQueues(admission.acquire, (resources) => keepSubscribed(redlock, notifications, resources));
   }
