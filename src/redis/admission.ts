@@ -13,23 +13,55 @@
 // While a node is unresponsive (adapters/in-flight.ts) every round waits for it until nodeTimeout, so 256 at a
 // time would serve at most 256 callers per nodeTimeout, where a quorum of healthy nodes could serve them all:
 // then nobody waits here, at the memory cost of every caller's round, for the time a node is hung.
-import type { WaitResult } from '../backend.js';
+import type { RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
 import { LockTimeoutError } from '../errors.js';
+import type { ResolvedAcquire } from '../options.js';
 import { onAbort } from './abort-listeners.js';
 import { Deadlines, type Deadline } from './adapters/deadlines.js';
 import type { NodeAcquire } from './local-queue.js';
 import { ticketNow, type Arrival } from './wait.js';
 
-/** A caller waiting for its first attempt to start: its arguments, and how it gives up. */
-interface Parked {
-  readonly args: Parameters<NodeAcquire>;
-  readonly resolve: (result: WaitResult) => void;
-  readonly reject: (error: unknown) => void;
-  deadline: Deadline | undefined;
-  stopListening: (() => void) | undefined;
+/**
+ * A caller waiting for its first attempt to start: its arguments and arrival, and how it gives up. It is its own
+ * entry in the timeout timer's list (Deadlines) and its own Arrival, so that parking allocates little else.
+ */
+class Parked implements Deadline, Arrival {
+  readonly at: number;
+  stopListening: (() => void) | undefined = undefined;
   /** it gave up (timeout, signal) while parked: skipped when its turn comes */
-  gone: boolean;
+  gone = false;
+
+  constructor(
+    readonly resources: readonly string[],
+    readonly opts: ResolvedAcquire,
+    readonly signal: AbortSignal | undefined,
+    readonly onRetry: (info: RetryInfo) => void,
+    readonly started: number,
+    readonly ticket: string,
+    readonly resolve: (result: WaitResult) => void,
+    readonly reject: (error: unknown) => void,
+    private readonly deadlines: Deadlines,
+  ) {
+    this.at = started + opts.timeout;
+  }
+
+  /** Its timeout ran out while it was parked (called by Deadlines). */
+  expire(): void {
+    this.giveUp(new LockTimeoutError(this.resources, this.opts.timeout, 'this manager had too many acquires starting at once'));
+  }
+
+  giveUp(error: unknown): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.stopWaiting();
+    this.reject(error);
+  }
+
+  stopWaiting(): void {
+    this.deadlines.done(this);
+    this.stopListening?.();
+  }
 }
 
 export class Admission {
@@ -63,16 +95,14 @@ export class Admission {
     // #pump keeps the line empty while slots are free: nobody is passed over.
     if (this.#starting < this.limit || this.degraded()) return this.#start(resources, opts, signal, onRetry, arrival);
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const at: Arrival = arrival ?? { started: monotonicNow(), ticket: opts.fair && opts.timeout > 0 ? ticketNow() : '' };
+    const started = arrival?.started ?? monotonicNow();
+    const ticket = arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : '');
     return new Promise<WaitResult>((resolve, reject) => {
-      const p: Parked = { args: [resources, opts, signal, onRetry, at], resolve, reject, deadline: undefined, stopListening: undefined, gone: false };
+      const p = new Parked(resources, opts, signal, onRetry, started, ticket, resolve, reject, this.#deadlines);
       this.#parked.push(p);
       // A single attempt (timeout 0) has no time to run out: it waits for its one attempt.
-      if (opts.timeout > 0 && opts.timeout <= MAX_TIMER_MS)
-        p.deadline = this.#deadlines.add(at.started + opts.timeout, () =>
-          this.#giveUp(p, new LockTimeoutError(resources, opts.timeout, 'this manager had too many acquires starting at once')),
-        );
-      if (signal) p.stopListening = onAbort(signal, () => this.#giveUp(p, signal.reason));
+      if (opts.timeout > 0 && opts.timeout <= MAX_TIMER_MS) this.#deadlines.track(p);
+      if (signal) p.stopListening = onAbort(signal, () => p.giveUp(signal.reason));
     });
   };
 
@@ -98,22 +128,9 @@ export class Admission {
     while (this.#starting < this.limit || this.degraded()) {
       const p = this.#shift();
       if (!p) return;
-      this.#stopWaiting(p);
-      this.#start(...p.args).then(p.resolve, p.reject);
+      p.stopWaiting();
+      this.#start(p.resources, p.opts, p.signal, p.onRetry, p).then(p.resolve, p.reject);
     }
-  }
-
-  /** A parked caller's time ran out or its signal aborted: it leaves (its record is dropped when its turn comes). */
-  #giveUp(p: Parked, error: unknown): void {
-    if (p.gone) return;
-    p.gone = true;
-    this.#stopWaiting(p);
-    p.reject(error);
-  }
-
-  #stopWaiting(p: Parked): void {
-    if (p.deadline) this.#deadlines.done(p.deadline);
-    p.stopListening?.();
   }
 
   #shift(): Parked | undefined {
