@@ -1,8 +1,9 @@
 // The burst workload (issue 25): N callers fire acquire(key, { timeout: 120 s }) + release() at once against
 // healthy local Redis nodes, default options, ioredis; one key (a flash sale) or distinct keys. Every cell runs
-// in fresh Node processes. Reported per cell: failures, seconds, acquisitions/s, Redis CPU per acquisition
-// (INFO cpu, summed over the nodes) and heap per acquire in flight (measured in the callers' process right
-// after the burst was fired, after a full GC).
+// in fresh Node processes. Reported per cell: failures, seconds, acquisitions/s, the callers' processes' CPU
+// time (user + system, summed: it varies less than seconds with other load on the machine), Redis CPU per
+// acquisition (INFO cpu, summed over the nodes) and heap per acquire in flight (measured in the callers'
+// process right after the burst was fired, after a full GC).
 //
 //   npm run bench:burst                        all cells, this tree's package as built (it builds dist/ first)
 //   npm run bench:burst -- --only one-key-8192 --dist ../other/dist/esm
@@ -73,6 +74,8 @@ interface ChildResult {
   readonly ok: number;
   readonly failed: number;
   readonly seconds: number;
+  /** this process's CPU time (user + system) from the burst's start to its end, seconds */
+  readonly cpuSeconds: number;
   readonly heapPerCaller: number;
   readonly firstError: string;
 }
@@ -127,6 +130,7 @@ async function child(args: ChildArgs): Promise<void> {
   let ok = 0;
   let failed = 0;
   let firstError = '';
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   const calls: Array<Promise<void>> = [];
   for (let i = 0; i < args.callers; i++) {
@@ -149,8 +153,10 @@ async function child(args: ChildArgs): Promise<void> {
   const heapPerCaller = (process.memoryUsage().heapUsed - heapBefore) / args.callers;
   await Promise.all(calls);
   const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
   await lib.close();
-  const result: ChildResult = { ok, failed, seconds, heapPerCaller, firstError: firstError.slice(0, 200) };
+  const result: ChildResult = { ok, failed, seconds, cpuSeconds, heapPerCaller, firstError: firstError.slice(0, 200) };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
@@ -199,6 +205,7 @@ interface Row {
   readonly failed: number;
   readonly seconds: number;
   readonly perSecond: number;
+  readonly clientCpuSeconds: number;
   readonly cpuPerAcquireUs: number;
   readonly heapPerCaller: number;
   readonly firstError: string;
@@ -227,6 +234,7 @@ async function runCell(c: Cell, entry: string): Promise<Row> {
       failed,
       seconds,
       perSecond: ok / seconds,
+      clientCpuSeconds: results.reduce((s, r) => s + r.cpuSeconds, 0),
       cpuPerAcquireUs: ok > 0 ? (cpu * 1e6) / ok : NaN,
       heapPerCaller: Math.max(...results.map((r) => r.heapPerCaller)),
       firstError: results.map((r) => r.firstError).find((e) => e) ?? '',
@@ -239,11 +247,11 @@ async function runCell(c: Cell, entry: string): Promise<Row> {
 
 function table(rows: readonly Row[]): string {
   const lines = [
-    '| burst | failures | seconds | acq/s | Redis CPU µs/acq | heap B/acquire in flight |',
-    '|---|--:|--:|--:|--:|--:|',
+    '| burst | failures | seconds | acq/s | client CPU s | Redis CPU µs/acq | heap B/acquire in flight |',
+    '|---|--:|--:|--:|--:|--:|--:|',
     ...rows.map(
       (r) =>
-        `| ${r.cell.label} | ${r.failed} of ${r.cell.callers * r.cell.processes} | ${r.seconds.toFixed(2)} | ${Math.round(r.perSecond).toLocaleString('en')} | ${r.cpuPerAcquireUs.toFixed(1)} | ${Math.round(r.heapPerCaller).toLocaleString('en')} |`,
+        `| ${r.cell.label} | ${r.failed} of ${r.cell.callers * r.cell.processes} | ${r.seconds.toFixed(2)} | ${Math.round(r.perSecond).toLocaleString('en')} | ${r.clientCpuSeconds.toFixed(2)} | ${r.cpuPerAcquireUs.toFixed(1)} | ${Math.round(r.heapPerCaller).toLocaleString('en')} |`,
     ),
   ];
   const errors = rows.filter((r) => r.firstError).map((r) => `- ${r.cell.label}: first error: ${r.firstError}`);
