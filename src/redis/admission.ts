@@ -1,9 +1,10 @@
 // Admission of a manager's mutex acquires (issue 25). A caller that goes to the nodes builds its whole acquire
 // round up front: a waiter token, its queue options, the round's keys and arguments, one request per node, and
-// the promises, closures and timers that go with them; about 6 KB. In a burst of thousands of callers on
-// distinct keys (nothing to coalesce), they all did so at once and then waited for a slot on the node's
-// connection (adapters/in-flight.ts). Here at most `limit` callers are making their first attempt at once; the
-// others wait in arrival order as a small record of their arguments and start as slots free up.
+// the promises, closures and timers that go with them. In a burst of thousands of callers on distinct keys
+// (nothing to coalesce) they all did so at once, and then waited for a slot on the node's connection
+// (adapters/in-flight.ts): 7.8 KB of heap per caller. Here at most `limit` callers are making their first
+// attempt at once; the others wait in arrival order as a small record of their arguments and start as slots
+// free up (2.2 KB per caller in all, docs/benchmarks.md#burst).
 //
 // A slot is held only for the first attempt (wait.ts calls `firstAttemptDone`), never while a caller waits for a
 // lock that is held: a caller holding one lock and asking for another must never wait for a slot that callers
