@@ -2,7 +2,9 @@
 // fire acquire() on distinct keys (nothing has settled then: that takes a round trip), the difference grouped by
 // type and constructor, per caller. The figures in docs/benchmarks.md#burst and docs/how-it-works.md come from it.
 //
-//   node scripts/build.mjs && node --import tsx bench/burst-heap.ts [callers] [--dist <dir>]
+//   node scripts/build.mjs && node --import tsx bench/burst-heap.ts [callers] [--dist <dir>] [--one-key]
+//
+// --one-key: every caller asks for the same key (they wait in line in the process, local-queue.ts).
 //
 // It loads the built package (dist/esm, or --dist another build); writes two snapshots into .tmp/ (hundreds of MB
 // for 16,384 callers before admission) and reads them back, so give it a few GB (NODE_OPTIONS=--max-old-space-size=4000).
@@ -40,7 +42,9 @@ function summarize(file: string): Map<string, { count: number; size: number }> {
 
 const argv = process.argv.slice(2);
 const distAt = argv.indexOf('--dist');
-const dist = distAt >= 0 ? path.resolve(argv[distAt + 1] as string) : path.join(path.dirname(fileURLToPath(import.meta.url)), '../dist/esm');
+const dist =
+  distAt >= 0 ? path.resolve(argv[distAt + 1] as string) : path.join(path.dirname(fileURLToPath(import.meta.url)), '../dist/esm');
+const oneKey = argv.includes('--one-key');
 const callers = Number(argv.find((a, i) => /^\d+$/.test(a) && argv[i - 1] !== '--dist') ?? 16_384);
 const { LockManager } = (await import(pathToFileURL(path.join(dist, 'index.js')).href)) as typeof import('../src/index.js');
 
@@ -52,7 +56,9 @@ mkdirSync(dir, { recursive: true });
 try {
   await (await locks.acquire('burst-heap-warm', { timeout: 120_000 })).release();
   const before = writeHeapSnapshot(path.join(dir, 'before.heapsnapshot'));
-  const calls = Array.from({ length: callers }, (_, i) => locks.acquire(`burst-heap-${i}`, { timeout: 120_000 }).then((l) => l.release()));
+  const calls = Array.from({ length: callers }, (_, i) =>
+    locks.acquire(oneKey ? 'burst-heap' : `burst-heap-${i}`, { timeout: 120_000 }).then((l) => l.release()),
+  );
   const after = writeHeapSnapshot(path.join(dir, 'after.heapsnapshot'));
   await Promise.all(calls);
   const [a, b] = [summarize(before), summarize(after)];
