@@ -10,6 +10,7 @@
 //
 // fencelock is measured as users get it, the built package (dist/esm, plain tsc output), as the other workloads
 // measure it. --dist: another build to load (a checkout's dist/esm, to measure before and after a change);
+// --cpu-prof <dir>: a CPU profile of every child process into <dir> (node --cpu-prof; bench/profile-summary.ts reads it).
 // --src: a checkout's TypeScript source instead, through tsx. tsx adds what users never run: it keeps function
 // names with a defineProperty on every named closure, about 250 bytes each, so heap per acquire reads higher.
 import { spawn } from 'node:child_process';
@@ -166,9 +167,13 @@ interface Spawned {
   go(): void;
 }
 
+/** `node --cpu-prof` for every child, into this folder (--cpu-prof <dir>; summarise with bench/profile-summary.ts). */
+let cpuProfDir: string | undefined;
+
 function spawnChild(args: ChildArgs): Spawned {
   const self = fileURLToPath(import.meta.url);
-  const proc = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', self, '--child', JSON.stringify(args)], {
+  const profile = cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : [];
+  const proc = spawn(process.execPath, [...profile, '--expose-gc', '--import', 'tsx', self, '--child', JSON.stringify(args)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   let out = '';
@@ -275,6 +280,8 @@ async function main(): Promise<void> {
   const childAt = argv.indexOf('--child');
   if (childAt >= 0) return child(JSON.parse(argv[childAt + 1] as string) as ChildArgs);
   const entry = fencelockEntry(argv);
+  const profAt = argv.indexOf('--cpu-prof');
+  if (profAt >= 0) cpuProfDir = path.resolve(argv[profAt + 1] as string);
   if (!existsSync(entry)) throw new Error(`${entry} not found: build it first (npm run bench:burst builds this tree's dist/)`);
   const onlyAt = argv.indexOf('--only');
   const only = onlyAt >= 0 ? (argv[onlyAt + 1] as string).split(',') : undefined;
