@@ -1,14 +1,20 @@
 // The burst workload (issue 25): N callers fire acquire(key, { timeout: 120 s }) + release() at once against
 // healthy local Redis nodes, default options, ioredis; one key (a flash sale) or distinct keys. Every cell runs
-// in fresh Node processes. Reported per cell: failures, seconds, acquisitions/s, Redis CPU per acquisition
-// (INFO cpu, summed over the nodes) and heap per acquire in flight (measured in the callers' process right
-// after the burst was fired, after a full GC).
+// in fresh Node processes. Reported per cell: failures, seconds, acquisitions/s, the callers' processes' CPU
+// time (user + system, summed: it varies less than seconds with other load on the machine), Redis CPU per
+// acquisition (INFO cpu, summed over the nodes) and heap per acquire in flight (measured in the callers'
+// process right after the burst was fired, after a full GC).
 //
-//   npm run bench:burst                        all cells, this tree's src/
-//   npm run bench:burst -- --src /work/main/src --only one-key-8192
+//   npm run bench:burst                        all cells, this tree's package as built (it builds dist/ first)
+//   npm run bench:burst -- --only one-key-8192 --dist ../other/dist/esm
 //
-// --src: the fencelock source to load (another checkout's src/, to measure before and after a change).
+// fencelock is measured as users get it, the built package (dist/esm, plain tsc output), as the other workloads
+// measure it. --dist: another build to load (a checkout's dist/esm, to measure before and after a change);
+// --cpu-prof <dir>: a CPU profile of every child process into <dir> (node --cpu-prof; bench/profile-summary.ts reads it).
+// --src: a checkout's TypeScript source instead, through tsx. tsx adds what users never run: it keeps function
+// names with a defineProperty on every named closure, about 250 bytes each, so heap per acquire reads higher.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -57,7 +63,8 @@ export const CELLS: readonly Cell[] = [
 
 interface ChildArgs {
   readonly library: Library;
-  readonly src: string;
+  /** the fencelock entry module to load: dist/esm/index.js, or a src/index.ts through tsx */
+  readonly entry: string;
   readonly urls: string[];
   readonly callers: number;
   readonly distinct: boolean;
@@ -68,6 +75,8 @@ interface ChildResult {
   readonly ok: number;
   readonly failed: number;
   readonly seconds: number;
+  /** this process's CPU time (user + system) from the burst's start to its end, seconds */
+  readonly cpuSeconds: number;
   readonly heapPerCaller: number;
   readonly firstError: string;
 }
@@ -79,7 +88,7 @@ async function openLibrary(args: ChildArgs): Promise<Pair> {
   await Promise.all(clients.map((c) => c.connect()));
   const closeClients = async (): Promise<void> => void (await Promise.all(clients.map((c) => c.quit().catch(() => c.disconnect()))));
   if (args.library === 'fencelock') {
-    const mod = (await import(pathToFileURL(path.join(args.src, 'index.ts')).href)) as typeof import('../src/index.js');
+    const mod = (await import(pathToFileURL(args.entry).href)) as typeof import('../src/index.js');
     const locks = new mod.LockManager(clients);
     return {
       acquire: (key) => locks.acquire(key, { timeout: 120_000 }),
@@ -122,6 +131,7 @@ async function child(args: ChildArgs): Promise<void> {
   let ok = 0;
   let failed = 0;
   let firstError = '';
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   const calls: Array<Promise<void>> = [];
   for (let i = 0; i < args.callers; i++) {
@@ -144,8 +154,10 @@ async function child(args: ChildArgs): Promise<void> {
   const heapPerCaller = (process.memoryUsage().heapUsed - heapBefore) / args.callers;
   await Promise.all(calls);
   const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
   await lib.close();
-  const result: ChildResult = { ok, failed, seconds, heapPerCaller, firstError: firstError.slice(0, 200) };
+  const result: ChildResult = { ok, failed, seconds, cpuSeconds, heapPerCaller, firstError: firstError.slice(0, 200) };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
@@ -155,9 +167,13 @@ interface Spawned {
   go(): void;
 }
 
+/** `node --cpu-prof` for every child, into this folder (--cpu-prof <dir>; summarise with bench/profile-summary.ts). */
+let cpuProfDir: string | undefined;
+
 function spawnChild(args: ChildArgs): Spawned {
   const self = fileURLToPath(import.meta.url);
-  const proc = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', self, '--child', JSON.stringify(args)], {
+  const profile = cpuProfDir ? ['--cpu-prof', '--cpu-prof-dir', cpuProfDir] : [];
+  const proc = spawn(process.execPath, [...profile, '--expose-gc', '--import', 'tsx', self, '--child', JSON.stringify(args)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   let out = '';
@@ -194,18 +210,19 @@ interface Row {
   readonly failed: number;
   readonly seconds: number;
   readonly perSecond: number;
+  readonly clientCpuSeconds: number;
   readonly cpuPerAcquireUs: number;
   readonly heapPerCaller: number;
   readonly firstError: string;
 }
 
-async function runCell(c: Cell, src: string): Promise<Row> {
+async function runCell(c: Cell, entry: string): Promise<Row> {
   const nodes = await startRedisNodes(c.nodes);
   const admin = nodes.urls.map((url) => new Redis(url));
   try {
     const key = `burst-${randomBytes(4).toString('hex')}`;
     const children = Array.from({ length: c.processes }, () =>
-      spawnChild({ library: c.library, src, urls: [...nodes.urls], callers: c.callers, distinct: c.distinct, key }),
+      spawnChild({ library: c.library, entry, urls: [...nodes.urls], callers: c.callers, distinct: c.distinct, key }),
     );
     await Promise.all(children.map((ch) => ch.ready));
     const cpuBefore = await redisCpu(admin);
@@ -222,6 +239,7 @@ async function runCell(c: Cell, src: string): Promise<Row> {
       failed,
       seconds,
       perSecond: ok / seconds,
+      clientCpuSeconds: results.reduce((s, r) => s + r.cpuSeconds, 0),
       cpuPerAcquireUs: ok > 0 ? (cpu * 1e6) / ok : NaN,
       heapPerCaller: Math.max(...results.map((r) => r.heapPerCaller)),
       firstError: results.map((r) => r.firstError).find((e) => e) ?? '',
@@ -234,33 +252,47 @@ async function runCell(c: Cell, src: string): Promise<Row> {
 
 function table(rows: readonly Row[]): string {
   const lines = [
-    '| burst | failures | seconds | acq/s | Redis CPU µs/acq | heap B/acquire in flight |',
-    '|---|--:|--:|--:|--:|--:|',
+    '| burst | failures | seconds | acq/s | client CPU s | Redis CPU µs/acq | heap B/acquire in flight |',
+    '|---|--:|--:|--:|--:|--:|--:|',
     ...rows.map(
       (r) =>
-        `| ${r.cell.label} | ${r.failed} of ${r.cell.callers * r.cell.processes} | ${r.seconds.toFixed(2)} | ${Math.round(r.perSecond).toLocaleString('en')} | ${r.cpuPerAcquireUs.toFixed(1)} | ${Math.round(r.heapPerCaller).toLocaleString('en')} |`,
+        `| ${r.cell.label} | ${r.failed} of ${r.cell.callers * r.cell.processes} | ${r.seconds.toFixed(2)} | ${Math.round(r.perSecond).toLocaleString('en')} | ${r.clientCpuSeconds.toFixed(2)} | ${r.cpuPerAcquireUs.toFixed(1)} | ${Math.round(r.heapPerCaller).toLocaleString('en')} |`,
     ),
   ];
   const errors = rows.filter((r) => r.firstError).map((r) => `- ${r.cell.label}: first error: ${r.firstError}`);
   return [...lines, ...(errors.length > 0 ? ['', ...errors] : [])].join('\n');
 }
 
+/** The fencelock module the cells load: --src <dir> (its index.ts), --dist <dir> (its index.js), else this tree's dist/esm. */
+function fencelockEntry(argv: readonly string[]): string {
+  const option = (name: string): string | undefined => {
+    const at = argv.indexOf(name);
+    return at >= 0 ? path.resolve(argv[at + 1] as string) : undefined;
+  };
+  const src = option('--src');
+  if (src) return path.join(src, 'index.ts');
+  const dist = option('--dist') ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '../dist/esm');
+  return path.join(dist, 'index.js');
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const childAt = argv.indexOf('--child');
   if (childAt >= 0) return child(JSON.parse(argv[childAt + 1] as string) as ChildArgs);
-  const srcAt = argv.indexOf('--src');
-  const src = path.resolve(srcAt >= 0 ? (argv[srcAt + 1] as string) : path.join(path.dirname(fileURLToPath(import.meta.url)), '../src'));
+  const entry = fencelockEntry(argv);
+  const profAt = argv.indexOf('--cpu-prof');
+  if (profAt >= 0) cpuProfDir = path.resolve(argv[profAt + 1] as string);
+  if (!existsSync(entry)) throw new Error(`${entry} not found: build it first (npm run bench:burst builds this tree's dist/)`);
   const onlyAt = argv.indexOf('--only');
   const only = onlyAt >= 0 ? (argv[onlyAt + 1] as string).split(',') : undefined;
   const rows: Row[] = [];
   for (const c of CELLS.filter((c) => !only || only.includes(c.id))) {
-    const row = await runCell(c, src);
+    const row = await runCell(c, entry);
     rows.push(row);
     // Each row as it completes: a run cut short still leaves its finished cells.
     console.error(table([row]).split('\n').slice(2).join('\n'));
   }
-  console.error(`fencelock from ${src}`); // stderr: stdout is the markdown that goes on docs/benchmarks.md (bench/external.ts)
+  console.error(`fencelock from ${entry}`); // stderr: stdout is the markdown that goes on docs/benchmarks.md (bench/external.ts)
   console.log(table(rows));
 }
 

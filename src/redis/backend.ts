@@ -8,6 +8,8 @@ import type { LockEvents } from '../events.js';
 import type { Telemetry } from '../observability/index.js';
 import type { ResolvedManagerOptions } from '../options.js';
 import { toNodes, type RedisNode } from './adapters/index.js';
+import { MAX_IN_FLIGHT } from './adapters/node.js';
+import { Admission } from './admission.js';
 import { forceRelease, inspect } from './admin.js';
 import { ReleaseNotifications } from './notifications.js';
 import { waitRounds, type RoundHost } from './quorum-round.js';
@@ -71,10 +73,14 @@ export class RedisBackend implements Backend {
     this.#rounds = { redlock: this.#redlock, notifications: this.#notifications, reportNodeError: nodeError };
     const redlock = this.#redlock;
     const notifications = this.#notifications;
-    this.#lines = new LocalQueues(
+    // One round puts one request on each node: as many first attempts at once as a node takes requests at once.
+    const nodes = this.#nodes;
+    const admission = new Admission(
+      MAX_IN_FLIGHT,
       (resources, o, signal, onRetry, arrival) => acquireWaiting(redlock, notifications, resources, o, signal, onRetry, arrival),
-      (resources) => keepSubscribed(redlock, notifications, resources),
+      () => nodes.some((n) => n.unresponsive),
     );
+    this.#lines = new LocalQueues(admission.acquire, (resources) => keepSubscribed(redlock, notifications, resources));
   }
 
   get nodeCount(): number {

@@ -146,14 +146,17 @@ export class LocalQueues {
    * in the nodes' queue as usual.
    */
   #atNodes(map: Map<string, Line>, key: string, line: Line, work: Promise<WaitResult>): Promise<WaitResult> {
-    const next = (): void => this.#next(map, key, line);
-    work.then((): void => {
-      if (map !== this.#single || !line.first) return next();
-      line.parked = setTimeout(() => {
-        line.parked = undefined;
-        next();
-      }, PARK_MS);
-    }, next);
+    // Two closures per head, not three: a burst on distinct keys makes one line, and one head, per caller.
+    work.then(
+      (): void => {
+        if (map !== this.#single || !line.first) return this.#next(map, key, line);
+        line.parked = setTimeout(() => {
+          line.parked = undefined;
+          this.#next(map, key, line);
+        }, PARK_MS);
+      },
+      () => this.#next(map, key, line),
+    );
     return work;
   }
 

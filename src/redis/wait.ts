@@ -32,6 +32,8 @@ export interface Arrival {
   readonly started: number;
   /** see ticketNow */
   readonly ticket: string;
+  /** called once the first attempt has settled: the caller's admission slot (admission.ts) goes to the next */
+  readonly firstAttemptDone?: () => void;
 }
 
 /**
@@ -110,6 +112,7 @@ export async function acquireWaiting(
   let attempts = 1;
   try {
     let last = await attemptOnce(false);
+    arrival?.firstAttemptDone?.();
     const result = (grant: Grant): WaitResult => ({ grant, attempts, waited: monotonicNow() - started });
     if (last.kind === 'acquired') return result(last.grant);
     throwIfNoQuorum(last, resources);

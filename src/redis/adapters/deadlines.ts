@@ -19,10 +19,15 @@ export class Deadlines {
   /** `expire` runs once `at` (performance.now() ms) has passed, unless `done` was called first. */
   add(at: number, expire: () => void): Deadline {
     const entry: Deadline = { at, expire };
-    this.pending.add(entry);
-    if (at < this.armedFor) this.arm(at);
-    else if (this.pending.size === 1) this.timer?.ref();
+    this.track(entry);
     return entry;
+  }
+
+  /** As add, for an object that is its own entry (it saves a record and a closure per entry). */
+  track(entry: Deadline): void {
+    this.pending.add(entry);
+    if (entry.at < this.armedFor) this.arm(entry.at);
+    else if (this.pending.size === 1) this.timer?.ref();
   }
 
   /** The request answered: it will not expire. Returns false if it had already expired (or was done). */

@@ -25,6 +25,11 @@ export class InFlight {
     return this.#active;
   }
 
+  /** The node is judged unresponsive: one probe at a time goes out, and waiting requests' timeouts run. */
+  get probing(): boolean {
+    return this.#unresponsive;
+  }
+
   /** Requests waiting for a slot now (some may have given up and not been dropped yet). */
   get waiting(): number {
     return this.#backlog.length - this.#head;

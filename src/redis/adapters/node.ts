@@ -41,6 +41,10 @@ export class DriverNode implements RedisNode {
     });
   }
 
+  get unresponsive(): boolean {
+    return this.inFlight.probing;
+  }
+
   run(script: Script, keys: readonly string[], args: readonly string[], requested: number, firstConnectMs = requested): Promise<unknown> {
     const timeoutMs = this.allowFor(requested, firstConnectMs);
     const command: string[] = ['EVALSHA', script.sha, String(keys.length)];

@@ -43,6 +43,11 @@ export interface RedisNode {
   unsubscribe(channel: string): Promise<void>;
   /** Close what this adapter opened (the subscriber; the main connection only if it was made from a URL). */
   close(): Promise<void>;
+  /**
+   * A request on the wire got no answer, and the node answered nothing else, for a whole timeout (hung, or
+   * unreachable without the connection closing): requests to it fail within their timeout until it answers again.
+   */
+  readonly unresponsive: boolean;
   /** Called with connection-level errors (already recorded), so the manager can report them as events. */
   onConnectionError?: (error: Error) => void;
 }

@@ -1,0 +1,155 @@
+// Admission of a manager's mutex acquires (issue 25). A caller that goes to the nodes builds its whole acquire
+// round up front: a waiter token, its queue options, the round's keys and arguments, one request per node, and
+// the promises, closures and timers that go with them. In a burst of thousands of callers on distinct keys
+// (nothing to coalesce) they all did so at once, and then waited for a slot on the node's connection
+// (adapters/in-flight.ts): 7.8 KB of heap per caller. Here at most `limit` callers are making their first
+// attempt at once; the others wait in arrival order as a small record of their arguments and start as slots
+// free up (2.2 KB per caller in all, docs/benchmarks.md#burst).
+//
+// A slot is held only for the first attempt (wait.ts calls `firstAttemptDone`), never while a caller waits for a
+// lock that is held: a caller holding one lock and asking for another must never wait for a slot that callers
+// waiting on its own lock occupy. A waiting caller keeps its timeout (counted from its arrival, as its place in
+// the nodes' queue is) and its signal.
+//
+// While a node is unresponsive (adapters/in-flight.ts) every round waits for it until nodeTimeout, so 256 at a
+// time would serve at most 256 callers per nodeTimeout, where a quorum of healthy nodes could serve them all:
+// then nobody waits here, at the memory cost of every caller's round, for the time a node is hung.
+import type { RetryInfo, WaitResult } from '../backend.js';
+import { monotonicNow } from '../clock.js';
+import { LockTimeoutError } from '../errors.js';
+import type { ResolvedAcquire } from '../options.js';
+import { onAbort } from './abort-listeners.js';
+import { Deadlines, type Deadline } from './adapters/deadlines.js';
+import type { NodeAcquire } from './local-queue.js';
+import { ticketNow, type Arrival } from './wait.js';
+
+/**
+ * A caller waiting for its first attempt to start: its arguments and arrival, and how it gives up. It is its own
+ * entry in the timeout timer's list (Deadlines) and its own Arrival, so that parking allocates little else.
+ */
+class Parked implements Deadline, Arrival {
+  readonly at: number;
+  stopListening: (() => void) | undefined = undefined;
+  /** it gave up (timeout, signal) while parked: skipped when its turn comes */
+  gone = false;
+
+  constructor(
+    readonly resources: readonly string[],
+    readonly opts: ResolvedAcquire,
+    readonly signal: AbortSignal | undefined,
+    readonly onRetry: (info: RetryInfo) => void,
+    readonly started: number,
+    readonly ticket: string,
+    readonly resolve: (result: WaitResult) => void,
+    readonly reject: (error: unknown) => void,
+    private readonly deadlines: Deadlines,
+  ) {
+    this.at = started + opts.timeout;
+  }
+
+  /** Its timeout ran out while it was parked (called by Deadlines). */
+  expire(): void {
+    this.giveUp(new LockTimeoutError(this.resources, this.opts.timeout, 'this manager had too many acquires starting at once'));
+  }
+
+  giveUp(error: unknown): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.stopWaiting();
+    this.reject(error);
+  }
+
+  stopWaiting(): void {
+    this.deadlines.done(this);
+    this.stopListening?.();
+  }
+}
+
+export class Admission {
+  /** callers whose first attempt is under way */
+  #starting = 0;
+  /** callers waiting for a slot, oldest first from #head (compacted as it drains) */
+  #parked: Array<Parked | undefined> = [];
+  #head = 0;
+  /** one timer for every parked caller's timeout */
+  readonly #deadlines = new Deadlines();
+
+  constructor(
+    readonly limit: number,
+    private readonly nodeAcquire: NodeAcquire,
+    /** a node is unresponsive: rounds are slow for want of it, not for want of memory (no cap then) */
+    private readonly degraded: () => boolean,
+  ) {}
+
+  /** Callers waiting for a slot now (some may have given up and not been dropped yet). */
+  get parked(): number {
+    return this.#parked.length - this.#head;
+  }
+
+  /** Callers whose first attempt is under way now. */
+  get starting(): number {
+    return this.#starting;
+  }
+
+  /** The node-level acquire, started at once while fewer than `limit` first attempts are under way, else parked. */
+  readonly acquire: NodeAcquire = (resources, opts, signal, onRetry, arrival) => {
+    // #pump keeps the line empty while slots are free: nobody is passed over.
+    if (this.#starting < this.limit || this.degraded()) return this.#start(resources, opts, signal, onRetry, arrival);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const started = arrival?.started ?? monotonicNow();
+    const ticket = arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : '');
+    return new Promise<WaitResult>((resolve, reject) => {
+      const p = new Parked(resources, opts, signal, onRetry, started, ticket, resolve, reject, this.#deadlines);
+      this.#parked.push(p);
+      // A single attempt (timeout 0) has no time to run out: it waits for its one attempt.
+      if (opts.timeout > 0 && opts.timeout <= MAX_TIMER_MS) this.#deadlines.track(p);
+      if (signal) p.stopListening = onAbort(signal, () => p.giveUp(signal.reason));
+    });
+  };
+
+  #start(...[resources, opts, signal, onRetry, arrival]: Parameters<NodeAcquire>): Promise<WaitResult> {
+    this.#starting++;
+    let holding = true;
+    const done = (): void => {
+      if (!holding) return;
+      holding = false;
+      this.#starting--;
+      this.#pump();
+    };
+    const work = this.nodeAcquire(resources, opts, signal, onRetry, {
+      started: arrival?.started ?? monotonicNow(),
+      ticket: arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : ''),
+      firstAttemptDone: done,
+    });
+    work.then(done, done);
+    return work;
+  }
+
+  #pump(): void {
+    while (this.#starting < this.limit || this.degraded()) {
+      const p = this.#shift();
+      if (!p) return;
+      p.stopWaiting();
+      this.#start(p.resources, p.opts, p.signal, p.onRetry, p).then(p.resolve, p.reject);
+    }
+  }
+
+  #shift(): Parked | undefined {
+    while (this.#head < this.#parked.length) {
+      const p = this.#parked[this.#head];
+      this.#parked[this.#head++] = undefined;
+      if (this.#head >= this.#parked.length) {
+        this.#parked = [];
+        this.#head = 0;
+      } else if (this.#head >= 1024 && this.#head * 2 >= this.#parked.length) {
+        this.#parked = this.#parked.slice(this.#head);
+        this.#head = 0;
+      }
+      if (p && !p.gone) return p;
+    }
+    return undefined;
+  }
+}
+
+/** The longest delay setTimeout takes (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
