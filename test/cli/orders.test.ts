@@ -6,10 +6,21 @@ import type { OrdersReport } from '../../src/cli/demo/orders/run-orders.js';
 import { runCli } from '../support/child.js';
 import { databaseUrl, requirePostgres } from '../support/postgres.js';
 
-const BASE = ['demo', '--scenario', 'orders', '--workers', '4', '--orders', '60', '--json'];
+const BASE = ['demo', '--scenario', 'orders', '--workers', '4', '--json'];
+/**
+ * Order requests per run. The runs with faults keep 60: the kill and the freeze fire at a third and at half of
+ * the deliveries, and the frozen worker's redelivery must be placed by another before it wakes. The runs with
+ * the lock broken and no faults need only duplicates in flight together: 30 requests (39 deliveries) left 10
+ * duplicate orders and 29 oversold units with the lock alone, 4 no-ops for the unique key, and 14 duplicates
+ * for reconciliation to cancel (`fencelock demo --scenario orders --workers 4 --orders 30 --json --break lock
+ * --no-chaos [--layers lock | --layers lock,reconcile]`, 2026-11-26), in 4-7 s of workload instead of 11-15.
+ */
+const WITH_FAULTS = 60;
+const NO_FAULTS = 30;
 
 async function orders(args: readonly string[], expectCode = 0, env: NodeJS.ProcessEnv = {}): Promise<OrdersReport> {
-  const r = await runCli([...BASE, ...args], 120_000, env);
+  const count = args.includes('--no-chaos') ? NO_FAULTS : WITH_FAULTS;
+  const r = await runCli([...BASE, '--orders', String(count), ...args], 120_000, env);
   assert.equal(r.code, expectCode, `exit ${r.code}\nstderr: ${r.stderr}\nstdout: ${r.stdout.slice(-2000)}`);
   return JSON.parse(r.stdout) as OrdersReport;
 }
