@@ -88,7 +88,9 @@ describe('built package', () => {
   let project: string;
 
   before(async () => {
-    const build = await run('npm', ['run', 'build'], repo, 60_000);
+    // A bound for a hang, not a wait: the build (two tsc runs, ~12 s of CPU) took 92 s of wall at a load average
+    // of 23, and a full suite run at such a load killed it at the 60 s this bound used to be.
+    const build = await run('npm', ['run', 'build'], repo, 300_000);
     assert.equal(build.code, 0, `npm run build failed:\n${build.stdout}\n${build.stderr}`);
     project = mkdtempSync(path.join(os.tmpdir(), 'fencelock-consumer-'));
     mkdirSync(path.join(project, 'node_modules'));

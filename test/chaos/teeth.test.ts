@@ -1,11 +1,12 @@
-// The chaos generator's CI budget (about 55 s together): it has teeth, and the library passes it.
+// The chaos generator's CI budget: it has teeth, and the library passes it.
 // - With --unsafe no-quarantine (restartQuarantine: false, majorities restarted empty) it finds the
 //   majority-restart double grant from scratch within a bounded number of schedules.
 // - With --unsafe fast-clocks (a majority of nodes 1.5-3x fast, under faketime) it finds two valid holders.
 // - A short run under every rule finds no violation.
 // - The same short run on etcd and on ZooKeeper (--backend), skipped without them.
-// All run the real command (test/chaos/main.ts) in a child process, as `npm run chaos` does.
-import { test } from 'node:test';
+// All run the real command (test/chaos/main.ts) in a child process, as `npm run chaos` does: the unsafe runs
+// one at a time (they must catch a race), the safe runs two at a time.
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -44,16 +45,22 @@ function chaos(args: readonly string[], timeoutMs: number): Promise<Run> {
   });
 }
 
-// Measured (docs/reliability.md, Random fault schedules), with the varied operations (acquire/extend/release,
-// tryAcquire, two-resource locks): from seeds 1000, 2000, 3000, 4000 and 5000 the first violation came at the
-// 7th, 2nd, 7th, 4th and 5th schedule (about 6 s each). From seed 4000 (found at the 4th, and at the 1st in
-// another run), with room for a slower machine missing a race: the schedule is the seed's, the timing is the machine's.
-const TEETH_BUDGET = 10;
+// From a seed whose own schedule has the bug's ingredients: seed 4014 restarts all five nodes empty three times
+// (t+310, t+876 and t+2116 ms, with two worker pauses, over three resources). Its schedule alone showed the
+// violation in 6 replays of 6 (`npm run chaos -- --unsafe no-quarantine --seed 4014 --schedules 1 --no-shrink`,
+// 2026-11-26, on a machine loaded by other work), so the test pays one schedule (~6 s), not the search from
+// seed 4000 (the 1st to 4th schedule there; 7th from seeds 1000 and 3000). The budget leaves room for a
+// starved machine missing the race: the schedule is the seed's, the timing is the machine's (in one full suite
+// run at a load average near 30, seeds 4014-4017 all missed it: two of their empty restarts failed to start
+// redis-server in time). It runs alone, not beside another chaos run.
+const TEETH_SEED = 4014;
+const TEETH_BUDGET = 8;
 
 test(`--unsafe no-quarantine finds the majority-restart double grant within ${TEETH_BUDGET} schedules`, async () => {
   const run = await chaos(
-    ['--unsafe', 'no-quarantine', '--seed', '4000', '--schedules', String(TEETH_BUDGET), '--until-violation', '--no-shrink'],
-    75_000,
+    ['--unsafe', 'no-quarantine', '--seed', String(TEETH_SEED), '--schedules', String(TEETH_BUDGET), '--until-violation', '--no-shrink'],
+    // A bound for a hang, not a wait: the whole budget at the ~17 s a schedule that a load average near 30 gave.
+    150_000,
   );
   console.log(`# ${run.output.trim().split('\n').at(-1)}`);
   assert.equal(run.violations, 1, run.output);
@@ -65,13 +72,14 @@ test(`--unsafe no-quarantine finds the majority-restart double grant within ${TE
 
 // Measured (docs/reliability.md): from seeds 1000, 2000 and 3000 the first schedule already showed two holders
 // valid at once (a majority of nodes expiring keys 1.5-3x early). Budget 5 for a slower machine missing a race.
+// One shrink replay shows the shrinking (each replay is a whole schedule, ~6 s; two added ~6 s and checked no more).
 const FAST_CLOCKS_BUDGET = 5;
 
 test(
   `--unsafe fast-clocks finds overlapping valid windows within ${FAST_CLOCKS_BUDGET} schedules`,
   { skip: requireComponent(faketimeAvailable(), 'faketime (node clock rates)', 'faketime') },
   async () => {
-    // Shrunk too (2 replays at most): the clock rates alone break the windows, so fewer steps keep failing.
+    // Shrunk too (1 replay): the clock rates alone break the windows, so fewer steps keep failing.
     const run = await chaos(
       [
         '--unsafe',
@@ -82,7 +90,7 @@ test(
         String(FAST_CLOCKS_BUDGET),
         '--until-violation',
         '--shrink-replays',
-        '2',
+        '1',
       ],
       90_000,
     );
@@ -96,25 +104,29 @@ test(
   },
 );
 
-test('a short run under every rule: 4 schedules, 0 violations', async () => {
-  const run = await chaos(['--seed', '1', '--schedules', '4'], 60_000);
-  console.log(`# ${run.output.trim().split('\n').at(-1)}`);
-  assert.equal(run.schedules, 4);
-  assert.ok(run.operations > 20 && run.faults > 5, run.output);
-  assert.equal(run.violations, 0, run.output);
-});
-
-// etcd and ZooKeeper (--backend): a short run under every rule finds no violation, with faults applied and
-// operations done. Measured: about 11 s a schedule for either (starting 3 members, a Redis store and the workers).
-for (const [backend, skip] of [
-  ['etcd', requireEtcd('etcd (the chaos run on etcd)')],
-  ['zookeeper', requireZooKeeper('ZooKeeper (the chaos run on ZooKeeper)')],
-] as const) {
-  test(`--backend ${backend}: a short run under every rule: 1 schedule, 0 violations`, { skip }, async () => {
-    const run = await chaos(['--backend', backend, '--seed', '1', '--schedules', '1'], 60_000);
+// The runs under every rule, two at a time: each mostly waits (on its schedule's 2.5-4 s of workload, on starting
+// nodes, members and workers: ~6 s of CPU in ~15 s), and no violation under the rules is the claim at any load.
+describe('under every rule', { concurrency: 2 }, () => {
+  test('a short run under every rule: 4 schedules, 0 violations', async () => {
+    const run = await chaos(['--seed', '1', '--schedules', '4'], 60_000);
     console.log(`# ${run.output.trim().split('\n').at(-1)}`);
-    assert.equal(run.schedules, 1);
-    assert.ok(run.operations > 0 && run.faults > 0, run.output);
+    assert.equal(run.schedules, 4);
+    assert.ok(run.operations > 20 && run.faults > 5, run.output);
     assert.equal(run.violations, 0, run.output);
   });
-}
+
+  // etcd and ZooKeeper (--backend): a short run under every rule finds no violation, with faults applied and
+  // operations done. Measured: about 11 s a schedule for either (starting 3 members, a Redis store and the workers).
+  for (const [backend, skip] of [
+    ['etcd', requireEtcd('etcd (the chaos run on etcd)')],
+    ['zookeeper', requireZooKeeper('ZooKeeper (the chaos run on ZooKeeper)')],
+  ] as const) {
+    test(`--backend ${backend}: a short run under every rule: 1 schedule, 0 violations`, { skip }, async () => {
+      const run = await chaos(['--backend', backend, '--seed', '1', '--schedules', '1'], 60_000);
+      console.log(`# ${run.output.trim().split('\n').at(-1)}`);
+      assert.equal(run.schedules, 1);
+      assert.ok(run.operations > 0 && run.faults > 0, run.output);
+      assert.equal(run.violations, 0, run.output);
+    });
+  }
+});

@@ -34,7 +34,7 @@ async function assertPassedChaos(report: Report, stock: number): Promise<void> {
 
 test('demo with chaos: nothing oversold, the frozen worker is fenced off, every node stopped', async (t) => {
   const r = await runCli(['demo', '--workers', '4', '--stock', '120', '--ttl', '600', '--json'], 90_000);
-  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.code, 0, `${r.stderr}\n${r.stdout.slice(-3000)}`);
   const report = JSON.parse(r.stdout) as Report;
   t.diagnostic(`events: ${report.events.join(' | ')}`);
   await assertPassedChaos(report, 120);
@@ -46,7 +46,7 @@ test(
   { skip: requireEtcd('etcd (demo --backend etcd)') },
   async (t) => {
     const r = await runCli(['demo', '--backend', 'etcd', '--workers', '4', '--stock', '120', '--json'], 120_000);
-    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.code, 0, `${r.stderr}\n${r.stdout.slice(-3000)}`);
     const report = JSON.parse(r.stdout) as Report;
     t.diagnostic(`events: ${report.events.join(' | ')}`);
     await assertPassedChaos(report, 120);
@@ -63,7 +63,7 @@ test(
   { skip: requireZooKeeper('ZooKeeper (demo --backend zookeeper)') },
   async (t) => {
     const r = await runCli(['demo', '--backend', 'zookeeper', '--workers', '4', '--stock', '120', '--json'], 120_000);
-    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.code, 0, `${r.stderr}\n${r.stdout.slice(-3000)}`);
     const report = JSON.parse(r.stdout) as Report;
     t.diagnostic(`events: ${report.events.join(' | ')}`);
     await assertPassedChaos(report, 120);
@@ -95,7 +95,7 @@ test('demo --backend zookeeper refuses --nodes, and --break lock in the orders s
 
 test('demo without chaos prints a plain report with the verdict', async () => {
   const r = await runCli(['demo', '--workers', '2', '--stock', '30', '--no-chaos'], 60_000);
-  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.code, 0, `${r.stderr}\n${r.stdout.slice(-3000)}`);
   assert.match(r.stdout, /units sold\s+30 of 30/);
   assert.match(r.stdout, /oversold\s+0/);
   assert.match(r.stdout, /verdict\s+PASS/);

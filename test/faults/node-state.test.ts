@@ -63,13 +63,15 @@ describe('node state', () => {
     await s.close();
   });
 
-  test('locking 10,000 distinct resources leaves nothing behind per resource, on 1 node and on 5', async () => {
+  // 2,000 resources in batches of 100 at once: a key left per resource would show as 2,000 more keys (10,000
+  // showed the same and cost ~5x the time: 20,000 acquire+release pairs, ~25 s of a full suite run).
+  test('locking 2,000 distinct resources leaves nothing behind per resource, on 1 node and on 5', async () => {
     for (const nodes of [1, 5]) {
       const m = new LockManager(s.nodes.urls.slice(0, nodes), { ttl: 5_000, nodeTimeout: 200 });
       managers.push(m);
       await (await m.acquire(`warm-up-${nodes}`)).release(); // the marker: the one key kept for good
       const before = await keyCounts();
-      const names = Array.from({ length: 10_000 }, (_, i) => `order:${nodes}:${i}`);
+      const names = Array.from({ length: 2_000 }, (_, i) => `order:${nodes}:${i}`);
       for (let i = 0; i < names.length; i += 100) {
         await Promise.all(names.slice(i, i + 100).map(async (name) => (await m.acquire(name)).release()));
       }
@@ -166,7 +168,16 @@ describe('node state', () => {
     const otel = inMemoryMetrics();
     try {
       const m = manager(withProvider({ ttl: 600 }, otel));
-      await (await m.acquire('metrics-0')).release();
+      // Every node trusted before the restart: under load a node can miss the first round's 100 ms nodeTimeout
+      // and stay unmarked, and the gauge below then counted it too (2, seen in a full suite run at load 20).
+      await eventually(
+        async () => {
+          await (await m.acquire('metrics-0')).release();
+          return (await m.inspect('metrics-0')).nodes.every((n) => n.state === 'trusted');
+        },
+        5_000,
+        20,
+      );
       const repaired = nextEvent(m, 'nodeRepaired', 5_000);
       await restartEmpty([1]);
       await (await m.acquire('metrics-1')).release();
