@@ -15,7 +15,7 @@ import { Redlock } from './redlock.js';
 import { rwKeys, rwRequest } from './rwlock.js';
 import { permitRequest, semaphoreKeys } from './semaphore.js';
 import { keepSubscribed, LocalQueues } from './local-queue.js';
-import { acquireWaiting } from './wait.js';
+import { acquireWaiting, queueLease } from './wait.js';
 
 /**
  * Connection errors repeat on every reconnect attempt while a node is down:
@@ -75,6 +75,10 @@ export class RedisBackend implements Backend {
       (resources, o, signal, onRetry, arrival) => acquireWaiting(redlock, notifications, resources, o, signal, onRetry, arrival),
       (resources) => keepSubscribed(redlock, notifications, resources),
     );
+    const lines = this.#lines;
+    // A release offers the lock to this process's next caller when it is parked behind the holder (release.lua).
+    redlock.successorFor = (resource) =>
+      lines.successor(resource, () => redlock.waiterToken(), (o) => queueLease(o, options.nodeTimeout));
   }
 
   get nodeCount(): number {

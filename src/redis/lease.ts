@@ -107,10 +107,22 @@ export async function raiseFence(redlock: NodeSet, grant: Grant, fence: bigint):
   return { ok: raised.filter(Boolean).length >= redlock.quorum, failures };
 }
 
-/** Compare-and-delete on every node; never throws. */
-export async function releaseGrant(redlock: NodeSet, grant: Grant): Promise<{ released: number; nodes: number }> {
+/**
+ * A caller of the releasing process next in line for a one-resource lock, not yet in the nodes' queue
+ * (local-queue.ts): release.lua hands it the lock when it arrived before every waiter queued on the node.
+ */
+export interface Successor {
+  readonly token: string;
+  /** its arrival (wait.ts ticketNow) */
+  readonly ticket: string;
+  /** how long a node keeps the lock for it: its first attempt follows right behind the release */
+  readonly reserveMs: number;
+}
+
+/** Compare-and-delete on every node, handing each node's key to its next waiter (release.lua); never throws. */
+export async function releaseGrant(redlock: NodeSet, grant: Grant, successor?: Successor): Promise<{ released: number; nodes: number }> {
   const all = redlock.nodes.map((_, i) => i);
-  const released = await releaseOn(redlock, all, redlock.keys(grant.resources), grant.token, grant.resources);
+  const released = await releaseOn(redlock, all, redlock.keys(grant.resources), grant.token, grant.resources, successor);
   return { released, nodes: redlock.nodes.length };
 }
 
@@ -120,9 +132,10 @@ export async function releaseOn(
   keys: ResourceKeys[],
   token: string,
   resources: readonly string[],
+  successor?: Successor,
 ): Promise<number> {
   const lockKeys = keys.map((k) => k.lock);
-  const args = [token];
+  const args = successor ? [token, successor.token, successor.ticket, String(successor.reserveMs)] : [token];
   const deleted = await Promise.all(
     indexes.map((i) => {
       const node = redlock.nodes[i] as RedisNode;

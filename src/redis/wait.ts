@@ -32,6 +32,11 @@ export interface Arrival {
   readonly started: number;
   /** see ticketNow */
   readonly ticket: string;
+  /**
+   * The owner token it will use at the nodes, when chosen before it got there: a release by this process
+   * offered it the lock under this token (local-queue.ts successor, release.lua).
+   */
+  token?: string;
 }
 
 /**
@@ -60,7 +65,7 @@ export async function acquireWaiting(
   arrival?: Arrival,
 ): Promise<WaitResult> {
   signal?.throwIfAborted();
-  const token = redlock.waiterToken();
+  const token = arrival?.token ?? redlock.waiterToken();
   const started = arrival?.started ?? monotonicNow();
   const deadline = started + opts.timeout;
   const waits = opts.timeout > 0;
