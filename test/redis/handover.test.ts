@@ -1,0 +1,96 @@
+// The hand-over inside the release, script by script on a real node: who gets a released key (the first
+// waiter whose place is live, never a lapsed one; a parked caller of the releasing process only when it
+// arrived first), for how long, and what a waiter that gave up does with a key handed to it.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Redis } from 'ioredis';
+import { dequeueLua, releaseLua } from '../../src/redis/scripts/lua.generated.js';
+import { setup, type Setup } from '../support/harness.js';
+import { keysOf, uniqueResource } from '../lock-manager/helpers.js';
+
+describe('release.lua and dequeue.lua: the hand-over', () => {
+  let env: Setup;
+  before(async () => {
+    env = await setup(1);
+  });
+  after(async () => env.close());
+  const admin = (): Redis => env.admin[0] as Redis;
+
+  /** `resource` held by `holder`, with `waiters` queued: [token, ticket, ms until its place lapses (negative: lapsed)]. */
+  async function scene(resource: string, holder: string, waiters: ReadonlyArray<readonly [string, number, number]>): Promise<void> {
+    const k = keysOf(resource);
+    const now = Date.now();
+    await admin().set(k.lock, holder, 'PX', 60_000);
+    for (const [token, ticket, leaseMs] of waiters) {
+      await admin().zadd(k.queue, ticket, token);
+      await admin().zadd(k.leases, now + leaseMs, token);
+    }
+  }
+  const release = (resource: string, token: string, ...successor: string[]): Promise<unknown> =>
+    admin().eval(releaseLua, 1, keysOf(resource).lock, token, ...successor);
+
+  test('goes to the first waiter whose place is live, skipping and dropping lapsed places; PX = what is left of its place', async () => {
+    const r = uniqueResource('lapsed');
+    await scene(r, 'holder', [
+      ['dead1', 1, -100],
+      ['dead2', 2, -1],
+      ['live3', 3, 2_000],
+      ['live4', 4, 2_000],
+    ]);
+    assert.equal(await release(r, 'holder'), 1);
+    const k = keysOf(r);
+    assert.equal(await admin().get(k.lock), 'live3');
+    const pttl = await admin().pttl(k.lock);
+    assert.ok(pttl > 1_000 && pttl <= 2_000, `the handed key lives as long as the waiter's place: ${pttl} ms`);
+    assert.deepEqual(await admin().zrange(k.queue, 0, -1), ['live4'], 'the lapsed places and the new holder left the queue');
+    assert.deepEqual(await admin().zrange(k.leases, 0, -1), ['live4']);
+  });
+
+  test('only lapsed places: deleted, as with nobody queued', async () => {
+    const r = uniqueResource('all-dead');
+    await scene(r, 'holder', [['dead', 1, -5]]);
+    await release(r, 'holder');
+    assert.equal(await admin().exists(keysOf(r).lock), 0);
+  });
+
+  test('another owner’s key is never touched', async () => {
+    const r = uniqueResource('not-ours');
+    await scene(r, 'someone', [['w', 1, 2_000]]);
+    assert.equal(await release(r, 'holder'), 0);
+    assert.equal(await admin().get(keysOf(r).lock), 'someone');
+    assert.deepEqual(await admin().zrange(keysOf(r).queue, 0, -1), ['w']);
+  });
+
+  test('a parked caller of the releasing process gets it only when it arrived before the first live waiter', async () => {
+    const early = uniqueResource('successor-early');
+    await scene(early, 'holder', [['other', 20, 2_000]]);
+    await release(early, 'holder', 'mine', '10', '3000');
+    assert.equal(await admin().get(keysOf(early).lock), 'mine', 'arrived at 10, before the waiter of 20');
+    assert.deepEqual(await admin().zrange(keysOf(early).queue, 0, -1), ['other'], 'who keeps its place');
+    assert.ok((await admin().pttl(keysOf(early).lock)) > 2_000, 'kept for it as long as asked');
+
+    const late = uniqueResource('successor-late');
+    await scene(late, 'holder', [['other', 20, 2_000]]);
+    await release(late, 'holder', 'mine', '30', '3000');
+    assert.equal(await admin().get(keysOf(late).lock), 'other', 'arrived at 30, after the waiter of 20');
+  });
+
+  test('a waiter that gave up passes on a key handed to it, to the next live waiter', async () => {
+    const r = uniqueResource('gave-up');
+    const k = keysOf(r);
+    await scene(r, 'quitter', [['next', 5, 2_000]]);
+    await admin().zadd(k.queue, 1, 'quitter');
+    const left = await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'quitter', k.channel);
+    assert.equal(left, 1);
+    assert.equal(await admin().get(k.lock), 'next');
+    assert.deepEqual(await admin().zrange(k.queue, 0, -1), []);
+  });
+
+  test('a waiter that gave up with nobody behind it deletes a key handed to it', async () => {
+    const r = uniqueResource('gave-up-alone');
+    const k = keysOf(r);
+    await scene(r, 'quitter', []);
+    await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'quitter', k.channel);
+    assert.equal(await admin().exists(k.lock), 0);
+  });
+});
