@@ -42,8 +42,8 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     assert.equal(await admin().get(k.lock), 'live3');
     const pttl = await admin().pttl(k.lock);
     assert.ok(pttl > 1_000 && pttl <= 2_000, `the handed key lives as long as the waiter's place: ${pttl} ms`);
-    assert.deepEqual(await admin().zrange(k.queue, 0, -1), ['live4'], 'the lapsed places and the new holder left the queue');
-    assert.deepEqual(await admin().zrange(k.leases, 0, -1), ['live4']);
+    assert.deepEqual(await admin().zrange(k.queue, '0', '-1'), ['live4'], 'the lapsed places and the new holder left the queue');
+    assert.deepEqual(await admin().zrange(k.leases, '0', '-1'), ['live4']);
   });
 
   test('only lapsed places: deleted, as with nobody queued', async () => {
@@ -58,7 +58,7 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     await scene(r, 'someone', [['w', 1, 2_000]]);
     assert.equal(await release(r, 'holder'), 0);
     assert.equal(await admin().get(keysOf(r).lock), 'someone');
-    assert.deepEqual(await admin().zrange(keysOf(r).queue, 0, -1), ['w']);
+    assert.deepEqual(await admin().zrange(keysOf(r).queue, '0', '-1'), ['w']);
   });
 
   test('a parked caller of the releasing process gets it only when it arrived before the first live waiter', async () => {
@@ -66,7 +66,7 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     await scene(early, 'holder', [['other', 20, 2_000]]);
     await release(early, 'holder', 'mine', '10', '3000');
     assert.equal(await admin().get(keysOf(early).lock), 'mine', 'arrived at 10, before the waiter of 20');
-    assert.deepEqual(await admin().zrange(keysOf(early).queue, 0, -1), ['other'], 'who keeps its place');
+    assert.deepEqual(await admin().zrange(keysOf(early).queue, '0', '-1'), ['other'], 'who keeps its place');
     assert.ok((await admin().pttl(keysOf(early).lock)) > 2_000, 'kept for it as long as asked');
 
     const late = uniqueResource('successor-late');
@@ -79,11 +79,11 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     const r = uniqueResource('gave-up');
     const k = keysOf(r);
     await scene(r, 'quitter', [['next', 5, 2_000]]);
-    await admin().zadd(k.queue, 1, 'quitter');
+    await admin().zadd(k.queue, '1', 'quitter');
     const left = await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'quitter', k.channel);
     assert.equal(left, 1);
     assert.equal(await admin().get(k.lock), 'next');
-    assert.deepEqual(await admin().zrange(k.queue, 0, -1), []);
+    assert.deepEqual(await admin().zrange(k.queue, '0', '-1'), []);
   });
 
   test('a waiter that gave up with nobody behind it deletes a key handed to it', async () => {
