@@ -5,8 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
 import { dequeueLua, releaseLua } from '../../src/redis/scripts/lua.generated.js';
-import { setup, type Setup } from '../support/harness.js';
-import { keysOf, uniqueResource } from '../lock-manager/helpers.js';
+import { eventually, setup, type Setup } from '../support/harness.js';
+import { keysOf, lockValues, queued, readyManager, uniqueResource, within } from '../lock-manager/helpers.js';
 
 describe('release.lua and dequeue.lua: the hand-over', () => {
   let env: Setup;
@@ -92,5 +92,51 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     await scene(r, 'quitter', []);
     await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'quitter', k.channel);
     assert.equal(await admin().exists(k.lock), 0);
+  });
+});
+
+describe('Redlock: a hand-over split across waiters', () => {
+  let env: Setup;
+  before(async () => {
+    env = await setup(5);
+  });
+  after(async () => env.close());
+
+  test('a waiter handed less than a quorum gives its grants back at once, and gets the lock once the split resolves', async () => {
+    const resource = uniqueResource('split');
+    const k = keysOf(resource);
+    const locks = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
+    const other = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
+    const holder = await locks.acquire(resource);
+    const waiting = other.acquire(resource, { timeout: 5000 });
+    await eventually(async () => (await queued(env.admin, resource)).every((q) => q.length === 1), 5000);
+    const [waiter] = (await queued(env.admin, resource))[0] as string[];
+    // A ghost (a process that died) queued earlier on three nodes only, its place live for 400 ms more: the
+    // release hands those three nodes to it and the other two to the waiter. Nobody has a quorum.
+    const ghost = 'ghost000' + 'x'.repeat(24);
+    for (const admin of env.admin.slice(0, 3)) {
+      await admin.zadd(k.queue, '1', ghost);
+      await admin.zadd(k.leases, String(Date.now() + 400), ghost);
+    }
+    // Node 4's keyspace events show whether the waiter gave its grant there back (a DEL by release.lua).
+    const node4 = env.admin[3] as Redis;
+    await node4.config('SET', 'notify-keyspace-events', 'Kg');
+    const events = node4.duplicate();
+    const seen: string[] = [];
+    await events.subscribe(`__keyspace@0__:${k.lock}`);
+    events.on('message', (_c: string, event: string) => seen.push(event));
+    await holder.release();
+    const values = await lockValues(env.admin, resource);
+    assert.deepEqual(values.slice(0, 3), [ghost, ghost, ghost], 'the ghost was handed three nodes');
+    const lock = await within(waiting, 4000, 'the waiter');
+    const givenBack = seen.indexOf('del');
+    events.disconnect();
+    await node4.config('SET', 'notify-keyspace-events', '');
+    assert.ok(givenBack >= 0, `the waiter's grant on node 4 was given back before it got the lock (events: ${seen.join(',')})`);
+    assert.equal(lock.value, waiter);
+    assert.ok(lock.fence > holder.fence);
+    // Once the ghost's places lapsed, the waiter took all five.
+    assert.deepEqual(await lockValues(env.admin, resource), env.admin.map(() => waiter));
+    await lock.release();
   });
 });
