@@ -152,14 +152,16 @@ export async function releaseOn(
 }
 
 /**
- * A waiter gives up: leave the queues on every node (waking the next waiter
- * where the lock is free). Best effort: a node that misses it drops our
- * place when its lease runs out. Never throws.
+ * Leave the queues on the given nodes (waking the next waiter where the lock is free): a waiter that gives
+ * up (`givingUp`: a lock a release handed it meanwhile is passed on, see dequeue.lua), or one that holds
+ * the lock on a quorum and was still queued elsewhere (a key handed to it there stays its own). Best
+ * effort: a node that misses it drops our place when its lease runs out. Never throws.
  */
 export async function dequeue(
   redlock: NodeSet,
   resources: readonly string[],
   token: string,
+  givingUp: boolean,
   indexes: readonly number[] = redlock.nodes.map((_, i) => i),
 ): Promise<void> {
   const keys = redlock.keys(resources);
@@ -168,7 +170,7 @@ export async function dequeue(
   await Promise.all(
     indexes.map((i) => {
       const node = redlock.nodes[i] as RedisNode;
-      return node.run(scripts.dequeue, scriptKeys, [token, ...channels], redlock.options.nodeTimeout).catch((error: Error) => {
+      return node.run(scripts.dequeue, scriptKeys, [token, ...channels, givingUp ? '1' : '0'], redlock.options.nodeTimeout).catch((error: Error) => {
         redlock.reportNodeError(node, error, 'dequeue', resources);
       });
     }),

@@ -230,7 +230,7 @@ export class Redlock implements NodeSet {
         // Nodes that said "held" (the last holder's key was still there) queued us: leave those queues,
         // or we would stand first in line there, holding up the next waiter until our place lapses.
         const queuedOn = replies.flatMap((r, i) => (r.kind === 'held' && queue.ticket !== '' ? [i] : []));
-        if (queuedOn.length > 0) this.background(dequeue(this, resources, token, queuedOn));
+        if (queuedOn.length > 0) this.background(dequeue(this, resources, token, false, queuedOn));
         return { kind: 'acquired', grant };
       }
     }

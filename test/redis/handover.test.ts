@@ -80,17 +80,29 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     const k = keysOf(r);
     await scene(r, 'quitter', [['next', 5, 2_000]]);
     await admin().zadd(k.queue, '1', 'quitter');
-    const left = await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'quitter', k.channel);
+    const left = await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'quitter', k.channel, '1');
     assert.equal(left, 1);
     assert.equal(await admin().get(k.lock), 'next');
     assert.deepEqual(await admin().zrange(k.queue, '0', '-1'), []);
+  });
+
+  test('a holder leaving a queue it was still in (it won on a quorum elsewhere) keeps a key handed to it', async () => {
+    const r = uniqueResource('holder-leaves');
+    const k = keysOf(r);
+    await scene(r, 'winner', [['next', 5, 2_000]]);
+    await admin().zadd(k.queue, '1', 'winner');
+    await admin().zadd(k.leases, String(Date.now() + 2_000), 'winner');
+    assert.equal(await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'winner', k.channel, '0'), 1);
+    assert.equal(await admin().get(k.lock), 'winner', 'its key stays');
+    assert.deepEqual(await admin().zrange(k.queue, '0', '-1'), ['next'], 'it left the queue');
+    assert.deepEqual(await admin().zrange(k.leases, '0', '-1'), ['next']);
   });
 
   test('a waiter that gave up with nobody behind it deletes a key handed to it', async () => {
     const r = uniqueResource('gave-up-alone');
     const k = keysOf(r);
     await scene(r, 'quitter', []);
-    await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'quitter', k.channel);
+    await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'quitter', k.channel, '1');
     assert.equal(await admin().exists(k.lock), 0);
   });
 });
@@ -108,15 +120,16 @@ describe('Redlock: a hand-over split across waiters', () => {
     const locks = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
     const other = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
     const holder = await locks.acquire(resource);
-    const waiting = other.acquire(resource, { timeout: 5000 });
-    await eventually(async () => (await queued(env.admin, resource)).every((q) => q.length === 1), 5000);
+    const waiting = other.acquire(resource, { timeout: 10_000 });
+    await eventually(async () => (await queued(env.admin, resource)).every((q) => q.length === 1), 10_000);
     const [waiter] = (await queued(env.admin, resource))[0] as string[];
-    // A ghost (a process that died) queued earlier on three nodes only, its place live for 400 ms more: the
-    // release hands those three nodes to it and the other two to the waiter. Nobody has a quorum.
+    // A ghost (a process that died) queued earlier on three nodes only, its place live for 3 s more: the
+    // release hands those three nodes to it and the other two to the waiter. Nobody has a quorum. The
+    // waiter's timer (at most retry.maxDelay, 1 s) brings an attempt well within the split.
     const ghost = 'ghost000' + 'x'.repeat(24);
     for (const admin of env.admin.slice(0, 3)) {
       await admin.zadd(k.queue, '1', ghost);
-      await admin.zadd(k.leases, String(Date.now() + 400), ghost);
+      await admin.zadd(k.leases, String(Date.now() + 3000), ghost);
     }
     // Node 4's keyspace events show whether the waiter gave its grant there back (a DEL by release.lua).
     const node4 = env.admin[3] as Redis;
@@ -128,15 +141,16 @@ describe('Redlock: a hand-over split across waiters', () => {
     await holder.release();
     const values = await lockValues(env.admin, resource);
     assert.deepEqual(values.slice(0, 3), [ghost, ghost, ghost], 'the ghost was handed three nodes');
-    const lock = await within(waiting, 4000, 'the waiter');
+    const lock = await within(waiting, 8000, 'the waiter');
     const givenBack = seen.indexOf('del');
     events.disconnect();
     await node4.config('SET', 'notify-keyspace-events', '');
     assert.ok(givenBack >= 0, `the waiter's grant on node 4 was given back before it got the lock (events: ${seen.join(',')})`);
     assert.equal(lock.value, waiter);
     assert.ok(lock.fence > holder.fence);
-    // Once the ghost's places lapsed, the waiter took all five.
-    assert.deepEqual(await lockValues(env.admin, resource), env.admin.map(() => waiter));
+    // Once the ghost's places lapsed, the waiter took a quorum (the ghost's last keys may still be expiring).
+    const held = (await lockValues(env.admin, resource)).filter((v) => v === waiter).length;
+    assert.ok(held >= 3, `the waiter holds ${held} of 5 nodes`);
     await lock.release();
   });
 });
