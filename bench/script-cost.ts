@@ -80,14 +80,14 @@ try {
     '0',
     '',
   ];
-  rows.push(['fencelock acquire.lua (trusted node, fair)', await measure('evalsha', (p, i) => p.evalsha(acquire, 2, ...acquireArgs(i)))]);
+  rows.push(['fencelock acquire.lua (cheap path: trusted node, nobody queued)', await measure('evalsha', (p, i) => p.evalsha(acquire, 2, ...acquireArgs(i)))]);
 
   // Releases: each key is set first (outside the measured command), then released by its owner.
   const floorRelease = await load(FLOOR_RELEASE);
   const release = await load(releaseLua as string);
   for (const [label, sha] of [
     ["compare-and-delete (the floor's release)", floorRelease],
-    ['fencelock release.lua (queue check, PUBLISH)', release],
+    ['fencelock release.lua (nobody queued: ZRANGE, DEL, PUBLISH)', release],
   ] as const) {
     rows.push([
       label,

@@ -14,7 +14,8 @@ const read = (f) => readFileSync(join(dir, f), 'utf8');
 const inline = (text) =>
   text.replace(/^-- #include (\S+)\n/gm, (_, fragment) => {
     if (!fragment.startsWith('_')) throw new Error(`${fragment}: only fragments (_name.lua) can be included`);
-    return read(fragment);
+    // Fragments may include fragments (_node-state.lua and _handover.lua both need _clock.lua).
+    return inline(read(fragment));
   });
 const names = readdirSync(dir)
   .filter((f) => f.endsWith('.lua') && !f.startsWith('_'))

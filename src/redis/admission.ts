@@ -40,6 +40,8 @@ class Parked implements Deadline, Arrival {
     readonly onRetry: (info: RetryInfo) => void,
     readonly started: number,
     readonly ticket: string,
+    /** the owner token chosen for it before it got here (wait.ts Arrival.token) */
+    readonly token: string | undefined,
     readonly resolve: (result: WaitResult) => void,
     readonly reject: (error: unknown) => void,
     private readonly deadlines: Deadlines,
@@ -99,7 +101,7 @@ export class Admission {
     const started = arrival?.started ?? monotonicNow();
     const ticket = arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : '');
     return new Promise<WaitResult>((resolve, reject) => {
-      const p = new Parked(resources, opts, signal, onRetry, started, ticket, resolve, reject, this.#deadlines);
+      const p = new Parked(resources, opts, signal, onRetry, started, ticket, arrival?.token, resolve, reject, this.#deadlines);
       this.#parked.push(p);
       // A single attempt (timeout 0) has no time to run out: it waits for its one attempt.
       if (opts.timeout > 0 && opts.timeout <= MAX_TIMER_MS) this.#deadlines.track(p);
@@ -119,6 +121,7 @@ export class Admission {
     const work = this.nodeAcquire(resources, opts, signal, onRetry, {
       started: arrival?.started ?? monotonicNow(),
       ticket: arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : ''),
+      token: arrival?.token,
       firstAttemptDone: done,
     });
     work.then(done, done);

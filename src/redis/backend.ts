@@ -17,7 +17,7 @@ import { Redlock } from './redlock.js';
 import { rwKeys, rwRequest } from './rwlock.js';
 import { permitRequest, semaphoreKeys } from './semaphore.js';
 import { keepSubscribed, LocalQueues } from './local-queue.js';
-import { acquireWaiting } from './wait.js';
+import { acquireWaiting, queueLease } from './wait.js';
 
 /**
  * Connection errors repeat on every reconnect attempt while a node is down:
@@ -81,6 +81,10 @@ export class RedisBackend implements Backend {
       () => nodes.some((n) => n.unresponsive),
     );
     this.#lines = new LocalQueues(admission.acquire, (resources) => keepSubscribed(redlock, notifications, resources));
+    const lines = this.#lines;
+    // A release offers the lock to this process's next caller when it is parked behind the holder (release.lua).
+    redlock.successorFor = (resource) =>
+      lines.successor(resource, () => redlock.waiterToken(), (o) => queueLease(o, options.nodeTimeout));
   }
 
   get nodeCount(): number {

@@ -67,9 +67,9 @@ export async function acquireRound(
   };
 }
 
-/** Leave the wait queues of every group (see Redlock.dequeue). */
+/** A waiter gives up: leave the wait queues of every group (see lease.ts dequeue). */
 export async function dequeueAll(redlock: Redlock, resources: readonly string[], token: string): Promise<void> {
-  await Promise.all(slotGroups(redlock, resources).map((group) => dequeue(redlock, group, token)));
+  await Promise.all(slotGroups(redlock, resources).map((group) => dequeue(redlock, group, token, true)));
 }
 
 /** Extension and release of a lock held group by group: each group in parallel, the lock as strong as its weakest group. */

@@ -107,10 +107,22 @@ export async function raiseFence(redlock: NodeSet, grant: Grant, fence: bigint):
   return { ok: raised.filter(Boolean).length >= redlock.quorum, failures };
 }
 
-/** Compare-and-delete on every node; never throws. */
-export async function releaseGrant(redlock: NodeSet, grant: Grant): Promise<{ released: number; nodes: number }> {
+/**
+ * A caller of the releasing process next in line for a one-resource lock, not yet in the nodes' queue
+ * (local-queue.ts): release.lua hands it the lock when it arrived before every waiter queued on the node.
+ */
+export interface Successor {
+  readonly token: string;
+  /** its arrival (wait.ts ticketNow) */
+  readonly ticket: string;
+  /** how long a node keeps the lock for it: its first attempt follows right behind the release */
+  readonly reserveMs: number;
+}
+
+/** Compare-and-delete on every node, handing each node's key to its next waiter (release.lua); never throws. */
+export async function releaseGrant(redlock: NodeSet, grant: Grant, successor?: Successor): Promise<{ released: number; nodes: number }> {
   const all = redlock.nodes.map((_, i) => i);
-  const released = await releaseOn(redlock, all, redlock.keys(grant.resources), grant.token, grant.resources);
+  const released = await releaseOn(redlock, all, redlock.keys(grant.resources), grant.token, grant.resources, successor);
   return { released, nodes: redlock.nodes.length };
 }
 
@@ -120,9 +132,10 @@ export async function releaseOn(
   keys: ResourceKeys[],
   token: string,
   resources: readonly string[],
+  successor?: Successor,
 ): Promise<number> {
   const lockKeys = keys.map((k) => k.lock);
-  const args = [token];
+  const args = successor ? [token, successor.token, successor.ticket, String(successor.reserveMs)] : [token];
   const deleted = await Promise.all(
     indexes.map((i) => {
       const node = redlock.nodes[i] as RedisNode;
@@ -139,14 +152,16 @@ export async function releaseOn(
 }
 
 /**
- * A waiter gives up: leave the queues on every node (waking the next waiter
- * where the lock is free). Best effort: a node that misses it drops our
- * place when its lease runs out. Never throws.
+ * Leave the queues on the given nodes (waking the next waiter where the lock is free): a waiter that gives
+ * up (`givingUp`: a lock a release handed it meanwhile is passed on, see dequeue.lua), or one that holds
+ * the lock on a quorum and was still queued elsewhere (a key handed to it there stays its own). Best
+ * effort: a node that misses it drops our place when its lease runs out. Never throws.
  */
 export async function dequeue(
   redlock: NodeSet,
   resources: readonly string[],
   token: string,
+  givingUp: boolean,
   indexes: readonly number[] = redlock.nodes.map((_, i) => i),
 ): Promise<void> {
   const keys = redlock.keys(resources);
@@ -155,7 +170,7 @@ export async function dequeue(
   await Promise.all(
     indexes.map((i) => {
       const node = redlock.nodes[i] as RedisNode;
-      return node.run(scripts.dequeue, scriptKeys, [token, ...channels], redlock.options.nodeTimeout).catch((error: Error) => {
+      return node.run(scripts.dequeue, scriptKeys, [token, ...channels, givingUp ? '1' : '0'], redlock.options.nodeTimeout).catch((error: Error) => {
         redlock.reportNodeError(node, error, 'dequeue', resources);
       });
     }),

@@ -12,6 +12,7 @@ import type { ReleaseNotifications } from './notifications.js';
 import type { Redlock } from './redlock.js';
 import { onAbort } from './abort-listeners.js';
 import { ticketNow, type Arrival } from './wait.js';
+import type { Successor } from './lease.js';
 
 /** The node-level acquire of one caller (acquireWaiting, bound to the manager's nodes). */
 export type NodeAcquire = (
@@ -123,7 +124,19 @@ export class LocalQueues {
     return n;
   }
 
-  /** The line's head is at the nodes with `work`: once it settles, the next caller in line goes. */
+  /**
+   * The caller next in line for `resource`, parked behind a holder of this process (see #atNodes), as the
+   * release of that holder offers it the lock (release.lua): its owner token, chosen now, and its arrival.
+   * Undefined when none is parked (nobody waits here, or the next one has already gone to the nodes' queue).
+   */
+  successor(resource: string, newToken: () => string, reserveMs: (opts: ResolvedAcquire) => number): Successor | undefined {
+    const line = this.#single.get(resource);
+    const next = line?.parked ? line.first : undefined;
+    if (!next?.opts.fair) return undefined;
+    next.arrival.token ??= newToken();
+    return { token: next.arrival.token, ticket: next.arrival.ticket, reserveMs: reserveMs(next.opts) };
+  }
+
   /**
    * A caller of this process just released its lock on `resource` (the release requests are written): the
    * next head, parked meanwhile, starts now, and its first attempt reaches each node right behind the release.

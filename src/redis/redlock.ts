@@ -11,7 +11,7 @@ import { LocalWaiters } from './notifications.js';
 import { randomHex, randomSlice } from '../random.js';
 import { Repairs } from './repair.js';
 import { judge, nameUntrusted, shortOf } from './judge.js';
-import { dequeue, extendGrant, raiseFenceOn, releaseGrant, releaseOn } from './lease.js';
+import { dequeue, extendGrant, raiseFenceOn, releaseGrant, releaseOn, type Successor } from './lease.js';
 import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
 import type { Attempt, Grant, NodeErrorReport, NodeEvents, NodeSet, QueueOptions } from './types.js';
 
@@ -230,7 +230,7 @@ export class Redlock implements NodeSet {
         // Nodes that said "held" (the last holder's key was still there) queued us: leave those queues,
         // or we would stand first in line there, holding up the next waiter until our place lapses.
         const queuedOn = replies.flatMap((r, i) => (r.kind === 'held' && queue.ticket !== '' ? [i] : []));
-        if (queuedOn.length > 0) this.background(dequeue(this, resources, token, queuedOn));
+        if (queuedOn.length > 0) this.background(dequeue(this, resources, token, false, queuedOn));
         return { kind: 'acquired', grant };
       }
     }
@@ -427,8 +427,15 @@ export class Redlock implements NodeSet {
     return extendGrant(this, grant, ttl);
   }
 
-  /** Compare-and-delete on every node (lease.ts); never throws. */
+  /**
+   * This process's next caller for a one-resource lock, when one is parked behind the holder (set by the
+   * backend from local-queue.ts): a release offers it the lock (lease.ts Successor).
+   */
+  successorFor: (resource: string) => Successor | undefined = () => undefined;
+
+  /** Compare-and-delete on every node, handing over to the next waiter (lease.ts, release.lua); never throws. */
   release(grant: Grant): Promise<{ released: number; nodes: number }> {
-    return releaseGrant(this, grant);
+    const successor = grant.resources.length === 1 ? this.successorFor(grant.resources[0] as string) : undefined;
+    return releaseGrant(this, grant, successor);
   }
 }

@@ -32,27 +32,36 @@ export interface Arrival {
   readonly started: number;
   /** see ticketNow */
   readonly ticket: string;
+  /**
+   * The owner token it will use at the nodes, when chosen before it got there: a release by this process
+   * offered it the lock under this token (local-queue.ts successor, release.lua).
+   */
+  token?: string;
   /** called once the first attempt has settled: the caller's admission slot (admission.ts) goes to the next */
   readonly firstAttemptDone?: () => void;
 }
 
 /**
- * acquire(): attempt; on contention, wait for our turn and try again.
+ * acquire() of a mutex at the nodes, one step after the other (the class below, in this order):
  *
- * Fair waiting (the default): the first attempt also takes a place in each
- * resource's queue on every node, ordered by arrival time. A release hands
- * the resource to the first waiter in line by naming it in the notification,
- * so one release wakes one waiter (no thundering herd) and a caller that has
- * just released cannot barge ahead of those already waiting. A waiter that
- * is not first sleeps until it is named, waking at least every
- * retry.maxDelay to keep its place (its queue lease); the first in line also
- * retries on a capped backoff no later than the holder's lease ends, in case
- * the holder crashed or a notification was lost.
+ *   tryOnce      the acquire script on every node (redlock.ts acquireOnce). One resource, free and nobody
+ *                queued: its cheap path (SET NX PX + fence). Busy: the same call takes our place in each
+ *                node's queue (enqueue), ordered by our ticket (arrival), which is the same on every node.
+ *   listen       subscribe to the release channels: this manager's own, where a release names the waiter
+ *                it handed the lock to, and the shared one ('*': a lock deleted with nobody queued)
+ *   awaitTurn    sleep until the nodes that blocked us name us, or a timer: the holder's lease end, a
+ *                capped backoff, or (not first in line) keeping our place before its lease lapses
+ *   confirm      the next attempt. A release hands the lock to the first live waiter in line (release.lua:
+ *                the key holds our token when we wake), and this attempt takes it as ours: our ttl from
+ *                now, a new fence. Validity counts from this request's send time (dateLease), never from
+ *                the notification, which cannot say when the grant happened. Grants on less than a
+ *                quorum are given back at once (released, so each node hands them on to its next waiter).
+ *   agreeOnFence (redlock.ts) the fence: the largest counter of the quorum, written back where it lags
  *
- * With fair: false the queue is ignored and every release wakes every
- * waiter of this process, as in plain Redlock implementations.
+ * With fair: false the queue is ignored and every release wakes every waiter of this process, as in plain
+ * Redlock implementations. A single attempt (tryAcquire, timeout 0) stops after tryOnce.
  */
-export async function acquireWaiting(
+export function acquireWaiting(
   redlock: Redlock,
   notifications: ReleaseNotifications,
   resources: readonly string[],
@@ -62,100 +71,158 @@ export async function acquireWaiting(
   arrival?: Arrival,
 ): Promise<WaitResult> {
   signal?.throwIfAborted();
-  const token = redlock.waiterToken();
-  const started = arrival?.started ?? monotonicNow();
-  const deadline = started + opts.timeout;
-  const waits = opts.timeout > 0;
-  const queue: QueueOptions = {
-    // A single attempt (tryAcquire, timeout 0) does not queue, so it does not defer to the queue either: the
-    // contract's tryAcquire is null only while another owner holds the lock (a dead waiter at the head of the
-    // line must not make a free lock look taken).
-    fair: opts.fair && waits,
-    ticket: waits && opts.fair ? (arrival?.ticket ?? ticketNow()) : '',
-    lease: queueLease(opts, redlock.options.nodeTimeout),
-  };
-  let inFlight: Promise<unknown> = Promise.resolve();
-  const once = (leaderFirst: boolean): Promise<Attempt> => {
-    const work = acquireRound(redlock, resources, token, opts.ttl, queue, leaderFirst);
-    inFlight = work.catch(() => undefined);
-    return guard(redlock, work, signal);
-  };
-  // A round that failed only on node errors is tried once more at once (acquire, not tryAcquire): a
-  // single stall of this process longer than nodeTimeout must not fail a call with seconds of timeout
-  // left. A second such round in a row means nodes are down, and acquire says so with QuorumError.
-  const attemptOnce = async (leaderFirst: boolean): Promise<Attempt> => {
-    const attempt = await once(leaderFirst);
-    if (attempt.kind !== 'no-quorum' || !waits || monotonicNow() >= deadline) return attempt;
-    attempts++;
-    return once(false);
-  };
+  return new MutexWait(redlock, notifications, resources, opts, signal, onRetry, arrival).run();
+}
 
-  let wakeup: Wakeup | undefined;
-  const handoff = opts.fair && resources.length === 1 ? (resources[0] as string) : undefined;
-  // Fair waiters are woken on this manager's own channel when their turn comes; '*' (nobody queued,
-  // a forced release) goes to the shared one, which unfair waiters listen to alone.
-  let channels: string[] | undefined;
-  const channelNames = (): string[] => {
-    if (!channels) {
-      const released = redlock.keys(resources).map((k) => k.channel);
-      channels = opts.fair ? [...released, ...released.map((c) => redlock.managerChannel(c))] : released;
-    }
-    return channels;
-  };
-  const listen = (): Watch => {
-    const woken = (wakeup ??= new Wakeup(opts.fair ? token : undefined));
-    return notifications.watch(channelNames(), (node, message) => woken.notify(node, message));
-  };
-  // Already subscribed in this process (others wait here too): listen before the first attempt, so that
-  // no release between the attempt and the wait can slip by, and no extra attempt is needed.
-  let watch = waits && notifications.watching && notifications.isReady(channelNames()) ? listen() : undefined;
-  let attempts = 1;
-  try {
-    let last = await attemptOnce(false);
-    arrival?.firstAttemptDone?.();
-    const result = (grant: Grant): WaitResult => ({ grant, attempts, waited: monotonicNow() - started });
-    if (last.kind === 'acquired') return result(last.grant);
-    throwIfNoQuorum(last, resources);
-    throwIfQuarantineOutlasts(last, resources, deadline);
-    if (!waits) throw new LockTimeoutError(resources, opts.timeout, whyNot(last));
+class MutexWait {
+  readonly #token: string;
+  readonly #started: number;
+  readonly #deadline: number;
+  /** false for a single attempt (timeout 0) */
+  readonly #waits: boolean;
+  readonly #queue: QueueOptions;
+  /** the attempt still on its way (we leave the queues only after it, since it may still add us) */
+  #inFlight: Promise<unknown> = Promise.resolve();
+  #attempts = 0;
+  #wakeup: Wakeup | undefined;
+  #watch: Watch | undefined;
+  #channels: string[] | undefined;
+  /** fair single-resource waits: a release by this process may wake us at once (LocalWaiters) */
+  readonly #handoff: string | undefined;
+  /** frees the caller's admission slot (admission.ts) once the first attempt has settled */
+  readonly #firstAttemptDone: (() => void) | undefined;
 
-    // Not subscribed before the attempt: a release may have slipped in before the subscription took, so try once more at once.
-    let tryAtOnce = false;
-    if (!watch) {
-      watch = listen();
-      await guard(redlock, watch.ready, signal);
-      tryAtOnce = true;
-    }
-    // A release by this process may wake us at once (LocalWaiters): single-resource fair waits only.
-    if (handoff) redlock.localWaiters.add(handoff, wakeup as Wakeup, queue.ticket);
-    for (let retry = 0; ; retry++) {
-      let reason: RetryInfo['reason'] = 'notified';
-      if (!(retry === 0 && tryAtOnce)) {
-        const { delay, needed, only } = nextWait(last, opts, queue, tryAtOnce ? retry - 1 : retry, deadline);
-        reason = await (wakeup as Wakeup).wait(delay, needed, signal, only);
+  constructor(
+    private readonly redlock: Redlock,
+    private readonly notifications: ReleaseNotifications,
+    private readonly resources: readonly string[],
+    private readonly opts: ResolvedAcquire,
+    private readonly signal: AbortSignal | undefined,
+    private readonly onRetry: (info: RetryInfo) => void,
+    arrival: Arrival | undefined,
+  ) {
+    this.#token = arrival?.token ?? redlock.waiterToken();
+    this.#started = arrival?.started ?? monotonicNow();
+    this.#deadline = this.#started + opts.timeout;
+    this.#waits = opts.timeout > 0;
+    this.#queue = {
+      // A single attempt (tryAcquire, timeout 0) does not queue, so it does not defer to the queue either: the
+      // contract's tryAcquire is null only while another owner holds the lock (a dead waiter at the head of the
+      // line must not make a free lock look taken).
+      fair: opts.fair && this.#waits,
+      ticket: this.#waits && opts.fair ? (arrival?.ticket ?? ticketNow()) : '',
+      lease: queueLease(opts, redlock.options.nodeTimeout),
+    };
+    this.#handoff = opts.fair && resources.length === 1 ? (resources[0] as string) : undefined;
+    this.#firstAttemptDone = arrival?.firstAttemptDone;
+  }
+
+  async run(): Promise<WaitResult> {
+    // Already subscribed in this process (others wait here too): listen before the first attempt, so that
+    // no release between the attempt and the wait can slip by, and no extra attempt is needed.
+    if (this.#waits && this.notifications.watching && this.notifications.isReady(this.#channelNames())) this.#listen();
+    try {
+      let last = await this.#tryOnce(false);
+      this.#firstAttemptDone?.();
+      if (last.kind === 'acquired') return this.#result(last.grant);
+      this.#stopUnlessWaiting(last);
+      // Not subscribed before the attempt: a release may have slipped in before the subscription took,
+      // so the first turn comes at once (it is part of the first try, not a wake-up).
+      const subscribedLate = !this.#watch;
+      if (subscribedLate) await guard(this.redlock, this.#listen().ready, this.signal);
+      if (this.#handoff) this.redlock.localWaiters.add(this.#handoff, this.#wakeup as Wakeup, this.#queue.ticket);
+      for (let turn = 0; ; turn++) {
+        const atOnce = turn === 0 && subscribedLate;
+        const reason = atOnce ? 'notified' : await this.#awaitTurn(last, subscribedLate ? turn - 1 : turn);
+        if (monotonicNow() >= this.#deadline) throw new LockTimeoutError(this.resources, this.opts.timeout, whyNot(last));
+        if (!atOnce) this.onRetry({ resources: this.resources, attempt: subscribedLate ? turn : turn + 1, reason, waited: this.#waited() });
+        last = await this.#confirm(reason);
+        if (last.kind === 'acquired') return this.#result(last.grant);
+        this.#stopUnlessWaiting(last);
       }
-      if (monotonicNow() >= deadline) throw new LockTimeoutError(resources, opts.timeout, whyNot(last));
-      // The attempt right after subscribing is part of the first try, not a wake-up.
-      if (!(retry === 0 && tryAtOnce))
-        onRetry({ resources, attempt: tryAtOnce ? retry : retry + 1, reason, waited: monotonicNow() - started });
-      (wakeup as Wakeup).reset();
-      const shortcut = (wakeup as Wakeup).takeShortcut();
-      attempts++;
-      // Unfair waiters woken by a release ask the leader first, so that waiters woken together do not split
-      // the votes; woken by the timer, the holder may have expired or failed to release somewhere: ask everyone.
-      last = await attemptOnce(!opts.fair && reason === 'notified');
-      if (shortcut && handoff) redlock.localWaiters.outcome(handoff, last.kind === 'acquired');
-      if (last.kind === 'acquired') return result(last.grant);
-      throwIfNoQuorum(last, resources);
-      throwIfQuarantineOutlasts(last, resources, deadline);
+    } catch (error) {
+      // Leave the queues once our last attempt has settled (it may still add us, or a release may have
+      // handed us the lock meanwhile: dequeue.lua passes it on), so the next waiter need not wait out our lease.
+      if (this.#queue.ticket !== '')
+        this.redlock.background(this.#inFlight.then(() => dequeueAll(this.redlock, this.resources, this.#token)));
+      throw error;
+    } finally {
+      this.#watch?.stop();
+      if (this.#handoff && this.#wakeup) this.redlock.localWaiters.remove(this.#handoff, this.#wakeup);
     }
-  } catch (error) {
-    // Leave the queue once our last attempt has settled (it may still add us), so the next waiter need not wait out our lease.
-    if (queue.ticket !== '') redlock.background(inFlight.then(() => dequeueAll(redlock, resources, token)));
-    throw error;
-  } finally {
-    watch?.stop();
-    if (handoff && wakeup) redlock.localWaiters.remove(handoff, wakeup);
+  }
+
+  /**
+   * Step 1, and every later attempt: one acquire round (cheap path, or a place in line when busy). A round
+   * that failed only on node errors is tried once more at once (acquire, not tryAcquire): a single stall of
+   * this process longer than nodeTimeout must not fail a call with seconds of timeout left. A second such
+   * round in a row means nodes are down, and acquire says so with QuorumError.
+   */
+  async #tryOnce(leaderFirst: boolean): Promise<Attempt> {
+    const attempt = await this.#round(leaderFirst);
+    if (attempt.kind !== 'no-quorum' || !this.#waits || monotonicNow() >= this.#deadline) return attempt;
+    return this.#round(false);
+  }
+
+  /** Step 2: listen for the releases that name us (or anyone). */
+  #listen(): Watch {
+    const woken = (this.#wakeup ??= new Wakeup(this.opts.fair ? this.#token : undefined));
+    this.#watch = this.notifications.watch(this.#channelNames(), (node, message) => woken.notify(node, message));
+    return this.#watch;
+  }
+
+  /** Step 3: sleep until the nodes that blocked us said we may go (or named us), or a timer ran out. */
+  #awaitTurn(last: Attempt, retry: number): Promise<RetryInfo['reason']> {
+    const { delay, needed, only } = nextWait(last, this.opts, this.#queue, retry, this.#deadline);
+    return (this.#wakeup as Wakeup).wait(delay, needed, this.signal, only);
+  }
+
+  /**
+   * Step 4: the attempt after a wake-up. A key handed to us is taken as ours (acquire.lua), and its
+   * validity counts from this request's send time (redlock.ts acquireOnce: dateLease). Unfair waiters woken
+   * by a release ask the leader first, so that waiters woken together do not split the votes; woken by the
+   * timer, the holder may have expired or failed to release somewhere: ask everyone.
+   */
+  async #confirm(reason: RetryInfo['reason']): Promise<Attempt> {
+    const wakeup = this.#wakeup as Wakeup;
+    wakeup.reset();
+    const shortcut = wakeup.takeShortcut();
+    const attempt = await this.#tryOnce(!this.opts.fair && reason === 'notified');
+    if (shortcut && this.#handoff) this.redlock.localWaiters.outcome(this.#handoff, attempt.kind === 'acquired');
+    return attempt;
+  }
+
+  // Helpers of the steps above.
+
+  #round(leaderFirst: boolean): Promise<Attempt> {
+    this.#attempts++;
+    const work = acquireRound(this.redlock, this.resources, this.#token, this.opts.ttl, this.#queue, leaderFirst);
+    this.#inFlight = work.catch(() => undefined);
+    return guard(this.redlock, work, this.signal);
+  }
+
+  /** Throws what a failed attempt amounts to when waiting cannot help: nodes down, a quarantine past the deadline, no time to wait. */
+  #stopUnlessWaiting(last: Attempt): void {
+    throwIfNoQuorum(last, this.resources);
+    throwIfQuarantineOutlasts(last, this.resources, this.#deadline);
+    if (!this.#waits) throw new LockTimeoutError(this.resources, this.opts.timeout, whyNot(last));
+  }
+
+  /** Fair waiters are woken on this manager's own channel; '*' (nobody queued, a forced release) goes to the shared one. */
+  #channelNames(): string[] {
+    if (!this.#channels) {
+      const released = this.redlock.keys(this.resources).map((k) => k.channel);
+      this.#channels = this.opts.fair ? [...released, ...released.map((c) => this.redlock.managerChannel(c))] : released;
+    }
+    return this.#channels;
+  }
+
+  #waited(): number {
+    return monotonicNow() - this.#started;
+  }
+
+  #result(grant: Grant): WaitResult {
+    return { grant, attempts: this.#attempts, waited: this.#waited() };
   }
 }
 

@@ -10,15 +10,7 @@
 --   fence    the fence counter: one for every resource on this node, so it rises for all of them at once
 --   v        '2': this layout (fencelock 0.1 kept one counter per resource, folded in below)
 
--- The node's clock, read only when needed (TIME is the costliest call on the common path).
-local now_ms
-local function clock()
-  if not now_ms then
-    local t = redis.call('TIME')
-    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  return now_ms
-end
+-- #include _clock.lua
 
 -- Reads the marker (creating it when the node has none: new, or it lost its data) and records `ttl`.
 -- The age is read when asked for, and always on an untrusted node (the client may need to quarantine it).

@@ -1,4 +1,16 @@
 -- Acquire one or more lock keys on this node, all or nothing, in queue order.
+--
+-- Three ways through, cheapest first:
+--   cheap   one key, nobody queued for it, no 0.1 counter to fold: SET NX PX is the whole check, then the
+--           fence. A free key with no queue is free for anyone: while someone waits, a release never leaves
+--           the key free, it hands it to the first waiter (release.lua, _handover.lua). A key left free with
+--           waiters queued (its holder crashed and the key expired) has a queue, so it takes the full path,
+--           where the first waiter in line goes first.
+--   handed  a key already holding our token: a release handed it to us (or it is our own earlier attempt
+--           of this same acquire, a reply that arrived too late). It is ours whatever the queue says; this
+--           attempt confirms it (our ttl from now, a new fence) and the caller dates its validity from the
+--           moment it sent this request, never from the notification.
+--   full    everything else: who holds it, who is first in line, and a place in the queue when we must wait.
 -- KEYS[1..n]      lock keys (<prefix>{<resource>}:lock), in the caller's (sorted) order
 -- KEYS[n+1]       this node's marker (see _node-state.lua)
 -- Each resource's other keys are named after its lock key (src/redis/keys.ts), so they share its hash slot and
@@ -26,13 +38,22 @@ local base = {}
 for i = 1, n do base[i] = string.sub(KEYS[i], 1, -6) end
 local epoch, age, trusted, longest = node_state(marker, ARGV[2], ARGV[4], ARGV[8] == '1')
 
+-- The cheap path (see above). SET NX never overwrites a key of another type (the full path's GET then
+-- fails with WRONGTYPE). One EXISTS checks both the queue and fencelock 0.1's counter.
+if n == 1 and redis.call('EXISTS', base[1] .. ':queue', base[1] .. ':fence') == 0
+  and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2]) then
+  if ARGV[9] ~= '' then raise_counter(marker, ARGV[9]) end
+  return '1 ' .. next_fence(marker) .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest
+end
+
 -- GET (not EXISTS) so that a key of another type fails with WRONGTYPE instead
 -- of being treated as a lock: we never touch data we did not write.
 -- A key that already holds our token is our own earlier attempt of this same
 -- acquire (a reply that arrived too late): it counts as ours, not as a rival.
-local held, held_ms = false, 0
+local held, held_ms, mine = false, 0, {}
 for i = 1, n do
   local current = redis.call('GET', KEYS[i])
+  mine[i] = current == token
   if current and current ~= token then
     held = true
     local pttl = redis.call('PTTL', KEYS[i])
@@ -58,8 +79,11 @@ local ahead, queued = false, false
 if fair then
   for i = 1, n do
     -- While the lock is held, a dead head need not be looked for yet: our turn cannot come now anyway.
-    local h = held and redis.call('ZRANGE', base[i] .. ':queue', 0, 0, 'WITHSCORES') or head(i)
-    if h[1] == token then
+    -- A key handed to us is ours whoever is queued (the release chose us): no head to look for.
+    local h = mine[i] and {} or held and redis.call('ZRANGE', base[i] .. ':queue', 0, 0, 'WITHSCORES') or head(i)
+    if mine[i] then
+      queued = true
+    elseif h[1] == token then
       queued = true
     elseif h[1] then
       -- Another waiter is first, unless our own ticket is earlier (we have not been queued here yet).

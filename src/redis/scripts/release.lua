@@ -1,27 +1,23 @@
--- Compare-and-delete: remove each lock key only if it still holds our token,
--- and hand the resource to the first waiter in its queue.
--- KEYS[1..n] lock keys (<prefix>{<resource>}:lock); each one's queue (<base>:queue) and release channel
--- (<base>:released) are named after it (src/redis/keys.ts) and share its hash slot.
+-- Compare-and-delete, with the hand-over inside the release: each lock key that still holds our token
+-- goes to the first live waiter in its queue (_handover.lua), or, when nobody waits, is deleted.
+-- KEYS[1..n] lock keys (<prefix>{<resource>}:lock); each one's queue (<base>:queue), its leases
+-- (<base>:leases) and release channel (<base>:released) are named after it (src/redis/keys.ts) and
+-- share its hash slot.
 -- ARGV[1] owner token
--- The notification names the waiter whose turn it is and goes to its process's
--- own channel (<channel>:<first 8 characters of its token>), so only that one
--- wakes (no thundering herd, not even on the wire); '*' on the shared channel
--- when nobody is queued wakes any waiter that does not queue. A waiter that crashed at the head of the queue is skipped by the
--- next acquire after its lease runs out (acquire.lua).
--- Returns how many keys were deleted.
-local deleted = 0
+-- ARGV[2..4] (optional) the releasing process's next caller for this one resource, not yet in the nodes'
+--            queue (local-queue.ts): its token, its ticket (arrival) and how long to keep the lock for it.
+--            It gets the lock when it arrived before every live waiter in the queue.
+-- A key deleted with nobody queued is announced with '*' on the shared channel: it wakes waiters that do
+-- not queue (fair: false). Returns how many keys were ours (handed over or deleted).
+-- #include _handover.lua
+local released = 0
 for i = 1, #KEYS do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
-    redis.call('DEL', KEYS[i])
-    local base = string.sub(KEYS[i], 1, -6) -- without ':lock'
-    local head = redis.call('ZRANGE', base .. ':queue', 0, 0)[1]
-    if head then
-      -- A mutex owner token starts with its manager's 8-character id: only that process is told.
-      redis.call('PUBLISH', base .. ':released:' .. string.sub(head, 1, 8), head)
-    else
-      redis.call('PUBLISH', base .. ':released', '*')
+    if not hand_over(KEYS[i], ARGV[2], ARGV[3], ARGV[4]) then
+      redis.call('DEL', KEYS[i])
+      redis.call('PUBLISH', string.sub(KEYS[i], 1, -6) .. ':released', '*')
     end
-    deleted = deleted + 1
+    released = released + 1
   end
 end
-return deleted
+return released

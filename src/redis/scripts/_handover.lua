@@ -1,0 +1,63 @@
+-- Shared by release.lua and dequeue.lua (see scripts/embed-lua.mjs): the hand-over inside the release.
+--
+-- When someone waits, a released lock key is never left free: it goes straight to the first waiter in
+-- line whose place has not lapsed, so that no newcomer can slip in between (acquire.lua's cheap path
+-- relies on this: a free key with no queue is free for anyone). Lapsed places (a crashed process) are
+-- dropped on the way, never handed a lock.
+--
+-- The key is written with the waiter's token and, as its lease, what is left of the waiter's place in
+-- line: a live waiter makes an attempt within that time anyway (wait.ts queueLease), and that attempt,
+-- finding the key holding its own token, confirms the grant (acquire.lua: SET PX with its own ttl, a new
+-- fence) and dates its validity from its own send time. A waiter told by pub/sub cannot know when the
+-- grant happened, so it never counts validity from the notification. A waiter that died with its place
+-- still live holds the lock no longer than that place would have lasted.
+--
+-- The notification is the waiter's token alone, on its manager's channel, exactly as before the
+-- hand-over: a waiter of an older fencelock (which takes a key holding its own token as its own) is
+-- handed the lock the same way and needs nothing new.
+-- #include _clock.lua
+
+-- The first waiter of queue `q` whose place (in `l`) has not lapsed, with its lease end; nil if none.
+-- Nobody queued costs one ZRANGE (no clock read: TIME is the costliest call here).
+local function live_head(q, l)
+  -- Bounded: 10 rounds of 100 lapsed places at most; a longer dead queue is left to the next call.
+  for _ = 1, 10 do
+    local h = redis.call('ZRANGE', q, 0, 0)[1]
+    if not h then return nil end
+    local lease_end = tonumber(redis.call('ZSCORE', l, h))
+    if lease_end and lease_end > clock() then return h, lease_end end
+    -- The head's place lapsed (or its lease key expired first): drop it, and other lapsed places with it.
+    redis.call('ZREM', q, h)
+    local dead = redis.call('ZRANGEBYSCORE', l, '-inf', clock(), 'LIMIT', 0, 100)
+    if #dead > 0 then
+      redis.call('ZREM', q, unpack(dead))
+      redis.call('ZREM', l, unpack(dead))
+    end
+  end
+  return nil
+end
+
+-- Lock key `key` (which the caller holds) goes to the first live waiter of its queue, who is told on its
+-- manager's channel; or to `successor` (a caller waiting in the releasing process, not yet in the nodes'
+-- queue: local-queue.ts) when its `ticket` (arrival) is earlier than that waiter's, reserved for
+-- `reserve_ms` (it attempts right behind this release). False when nobody waits: the caller deletes the key.
+local function hand_over(key, successor, ticket, reserve_ms)
+  local base = string.sub(key, 1, -6) -- without ':lock'
+  local q, l = base .. ':queue', base .. ':leases'
+  local head, lease_end = live_head(q, l)
+  if successor and successor ~= '' then
+    local theirs = head and tonumber(redis.call('ZSCORE', q, head))
+    local ours = tonumber(ticket)
+    if not theirs or ours < theirs or (ours == theirs and successor < head) then
+      redis.call('SET', key, successor, 'PX', reserve_ms)
+      return true
+    end
+  end
+  if not head then return false end
+  redis.call('SET', key, head, 'PX', lease_end - clock())
+  redis.call('ZREM', q, head)
+  redis.call('ZREM', l, head)
+  -- A mutex owner token starts with its manager's 8-character id: only that process is told.
+  redis.call('PUBLISH', base .. ':released:' .. string.sub(head, 1, 8), head)
+  return true
+end

@@ -1,0 +1,156 @@
+// The hand-over inside the release, script by script on a real node: who gets a released key (the first
+// waiter whose place is live, never a lapsed one; a parked caller of the releasing process only when it
+// arrived first), for how long, and what a waiter that gave up does with a key handed to it.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Redis } from 'ioredis';
+import { dequeueLua, releaseLua } from '../../src/redis/scripts/lua.generated.js';
+import { eventually, setup, type Setup } from '../support/harness.js';
+import { keysOf, lockValues, queued, readyManager, uniqueResource, within } from '../lock-manager/helpers.js';
+
+describe('release.lua and dequeue.lua: the hand-over', () => {
+  let env: Setup;
+  before(async () => {
+    env = await setup(1);
+  });
+  after(async () => env.close());
+  const admin = (): Redis => env.admin[0] as Redis;
+
+  /** `resource` held by `holder`, with `waiters` queued: [token, ticket, ms until its place lapses (negative: lapsed)]. */
+  async function scene(resource: string, holder: string, waiters: ReadonlyArray<readonly [string, number, number]>): Promise<void> {
+    const k = keysOf(resource);
+    const now = Date.now();
+    await admin().set(k.lock, holder, 'PX', 60_000);
+    for (const [token, ticket, leaseMs] of waiters) {
+      await admin().zadd(k.queue, ticket, token);
+      await admin().zadd(k.leases, now + leaseMs, token);
+    }
+  }
+  const release = (resource: string, token: string, ...successor: string[]): Promise<unknown> =>
+    admin().eval(releaseLua, 1, keysOf(resource).lock, token, ...successor);
+
+  test('goes to the first waiter whose place is live, skipping and dropping lapsed places; PX = what is left of its place', async () => {
+    const r = uniqueResource('lapsed');
+    await scene(r, 'holder', [
+      ['dead1', 1, -100],
+      ['dead2', 2, -1],
+      ['live3', 3, 2_000],
+      ['live4', 4, 2_000],
+    ]);
+    assert.equal(await release(r, 'holder'), 1);
+    const k = keysOf(r);
+    assert.equal(await admin().get(k.lock), 'live3');
+    const pttl = await admin().pttl(k.lock);
+    assert.ok(pttl > 1_000 && pttl <= 2_000, `the handed key lives as long as the waiter's place: ${pttl} ms`);
+    assert.deepEqual(await admin().zrange(k.queue, '0', '-1'), ['live4'], 'the lapsed places and the new holder left the queue');
+    assert.deepEqual(await admin().zrange(k.leases, '0', '-1'), ['live4']);
+  });
+
+  test('only lapsed places: deleted, as with nobody queued', async () => {
+    const r = uniqueResource('all-dead');
+    await scene(r, 'holder', [['dead', 1, -5]]);
+    await release(r, 'holder');
+    assert.equal(await admin().exists(keysOf(r).lock), 0);
+  });
+
+  test('another owner’s key is never touched', async () => {
+    const r = uniqueResource('not-ours');
+    await scene(r, 'someone', [['w', 1, 2_000]]);
+    assert.equal(await release(r, 'holder'), 0);
+    assert.equal(await admin().get(keysOf(r).lock), 'someone');
+    assert.deepEqual(await admin().zrange(keysOf(r).queue, '0', '-1'), ['w']);
+  });
+
+  test('a parked caller of the releasing process gets it only when it arrived before the first live waiter', async () => {
+    const early = uniqueResource('successor-early');
+    await scene(early, 'holder', [['other', 20, 2_000]]);
+    await release(early, 'holder', 'mine', '10', '3000');
+    assert.equal(await admin().get(keysOf(early).lock), 'mine', 'arrived at 10, before the waiter of 20');
+    assert.deepEqual(await admin().zrange(keysOf(early).queue, '0', '-1'), ['other'], 'who keeps its place');
+    assert.ok((await admin().pttl(keysOf(early).lock)) > 2_000, 'kept for it as long as asked');
+
+    const late = uniqueResource('successor-late');
+    await scene(late, 'holder', [['other', 20, 2_000]]);
+    await release(late, 'holder', 'mine', '30', '3000');
+    assert.equal(await admin().get(keysOf(late).lock), 'other', 'arrived at 30, after the waiter of 20');
+  });
+
+  test('a waiter that gave up passes on a key handed to it, to the next live waiter', async () => {
+    const r = uniqueResource('gave-up');
+    const k = keysOf(r);
+    await scene(r, 'quitter', [['next', 5, 2_000]]);
+    await admin().zadd(k.queue, '1', 'quitter');
+    const left = await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'quitter', k.channel, '1');
+    assert.equal(left, 1);
+    assert.equal(await admin().get(k.lock), 'next');
+    assert.deepEqual(await admin().zrange(k.queue, '0', '-1'), []);
+  });
+
+  test('a holder leaving a queue it was still in (it won on a quorum elsewhere) keeps a key handed to it', async () => {
+    const r = uniqueResource('holder-leaves');
+    const k = keysOf(r);
+    await scene(r, 'winner', [['next', 5, 2_000]]);
+    await admin().zadd(k.queue, '1', 'winner');
+    await admin().zadd(k.leases, String(Date.now() + 2_000), 'winner');
+    assert.equal(await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'winner', k.channel, '0'), 1);
+    assert.equal(await admin().get(k.lock), 'winner', 'its key stays');
+    assert.deepEqual(await admin().zrange(k.queue, '0', '-1'), ['next'], 'it left the queue');
+    assert.deepEqual(await admin().zrange(k.leases, '0', '-1'), ['next']);
+  });
+
+  test('a waiter that gave up with nobody behind it deletes a key handed to it', async () => {
+    const r = uniqueResource('gave-up-alone');
+    const k = keysOf(r);
+    await scene(r, 'quitter', []);
+    await admin().eval(dequeueLua, 3, k.lock, k.queue, k.leases, 'quitter', k.channel, '1');
+    assert.equal(await admin().exists(k.lock), 0);
+  });
+});
+
+describe('Redlock: a hand-over split across waiters', () => {
+  let env: Setup;
+  before(async () => {
+    env = await setup(5);
+  });
+  after(async () => env.close());
+
+  test('a waiter handed less than a quorum gives its grants back at once, and gets the lock once the split resolves', async () => {
+    const resource = uniqueResource('split');
+    const k = keysOf(resource);
+    const locks = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
+    const other = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
+    const holder = await locks.acquire(resource);
+    const waiting = other.acquire(resource, { timeout: 10_000 });
+    await eventually(async () => (await queued(env.admin, resource)).every((q) => q.length === 1), 10_000);
+    const [waiter] = (await queued(env.admin, resource))[0] as string[];
+    // A ghost (a process that died) queued earlier on three nodes only, its place live for 3 s more: the
+    // release hands those three nodes to it and the other two to the waiter. Nobody has a quorum. The
+    // waiter's timer (at most retry.maxDelay, 1 s) brings an attempt well within the split.
+    const ghost = 'ghost000' + 'x'.repeat(24);
+    for (const admin of env.admin.slice(0, 3)) {
+      await admin.zadd(k.queue, '1', ghost);
+      await admin.zadd(k.leases, String(Date.now() + 3000), ghost);
+    }
+    // Node 4's keyspace events show whether the waiter gave its grant there back (a DEL by release.lua).
+    const node4 = env.admin[3] as Redis;
+    await node4.config('SET', 'notify-keyspace-events', 'Kg');
+    const events = node4.duplicate();
+    const seen: string[] = [];
+    await events.subscribe(`__keyspace@0__:${k.lock}`);
+    events.on('message', (_c: string, event: string) => seen.push(event));
+    await holder.release();
+    const values = await lockValues(env.admin, resource);
+    assert.deepEqual(values.slice(0, 3), [ghost, ghost, ghost], 'the ghost was handed three nodes');
+    const lock = await within(waiting, 8000, 'the waiter');
+    const givenBack = seen.indexOf('del');
+    events.disconnect();
+    await node4.config('SET', 'notify-keyspace-events', '');
+    assert.ok(givenBack >= 0, `the waiter's grant on node 4 was given back before it got the lock (events: ${seen.join(',')})`);
+    assert.equal(lock.value, waiter);
+    assert.ok(lock.fence > holder.fence);
+    // Once the ghost's places lapsed, the waiter took a quorum (the ghost's last keys may still be expiring).
+    const held = (await lockValues(env.admin, resource)).filter((v) => v === waiter).length;
+    assert.ok(held >= 3, `the waiter holds ${held} of 5 nodes`);
+    await lock.release();
+  });
+});
