@@ -8,21 +8,14 @@ import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DURATIONS_FILE } from './test-durations.mjs';
 
-// Files run at once: one per core. Many files wait on servers, timers and child processes more than they
-// compute, so more might finish sooner on an idle machine, but their timing-sensitive tests (leases of 1-3 s,
-// fault injection) are what a starved core breaks first. To try another value, run the suite with
-// FENCELOCK_TEST_CONCURRENCY=3 and compare .tmp/test-durations.json with a run at 2.
-// Measured 2026-11-26 on this 2-core machine, shared with four other engineers' runs (load average 17-30):
-// a whole run at 2 took 953 s of wall and 1,896 s of file time for ~495 s of CPU (the runner's process tree:
-// utime + stime + its children's, from /proc), so the suite mostly waits. After this branch's changes, at load
-// 11-16: 693 s of wall, 1,373 s of file time, ~538 s of CPU (2 failed tests: network.test.ts's and
-// node-kills.test.ts's latency bounds, 100-150 ms over nodeTimeout, broken by the load). test/lock-manager, test/semaphore and
-// test/rwlock (FENCELOCK_TEST_CONCURRENCY=N node scripts/run-tests.mjs test/lock-manager test/semaphore
-// test/rwlock, alternating) took 220 s at 2 (load 31, 15 failed tests), 114 s at 3 (load 24, 2 failed), 83 s at
-// 3 (load 28, 1 failed), 207 s at 2 (load 19 rising to 40, 17 failed). The failures at either setting were the
-// short-lease tests (300-500 ms leases, 100 ms nodeTimeout) of a starved machine, so these runs show neither
-// setting flake-free: 2 stays until a run on a machine of its own shows 3 faster with no failure.
-const CONCURRENCY = Number(process.env.FENCELOCK_TEST_CONCURRENCY ?? 2);
+// Files run at once: three on this 2-core machine. The suite mostly waits on servers, timers and child
+// processes (a whole run is ~1,000 s of file time for ~500 s of CPU), so a third lane fills the cores' idle time.
+// Measured 2026-11-27 on the machine alone (`CI=true FENCELOCK_TEST_CONCURRENCY=3 npm test`): 714 tests, 0
+// failed, the files 353 s of wall for 1,030 s of file time, the whole of `npm test` 368 s; at 2 the same file
+// time needs over 515 s. Under heavy foreign load (load average 17-40) both settings broke the short-lease tests
+// (300-500 ms leases, 100 ms nodeTimeout), so a starved machine is what to suspect when they fail: set
+// FENCELOCK_TEST_CONCURRENCY=2 (or 1) to give each file more of the cores.
+const CONCURRENCY = Number(process.env.FENCELOCK_TEST_CONCURRENCY ?? 3);
 
 // The longest files start first, longest first, so that the run does not end with one of them alone on one
 // core while the other idles (the rest follow in path order). Their times in a full run on this 2-core machine
