@@ -1,32 +1,16 @@
 // The leases of released locks, lent to the next ones (src/etcd/leases.ts): sequential locks of one manager
 // use one lease, with no grant or revoke between them; and a lease lent again still gives each hold its own
 // ttl on the server, whatever the manager does with its other locks meanwhile.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Etcd3 } from 'etcd3';
 import { LockManager } from '../../src/index.js';
-import { startEtcdCluster, type LocalEtcdCluster } from '../../src/testing/index.js';
+import { oneMemberEtcd } from '../support/etcd.js';
 import { requireEtcd } from '../support/optional.js';
 
 describe('etcd: leases lent again', { skip: requireEtcd('etcd (the etcd backend)') }, () => {
-  let cluster: LocalEtcdCluster;
-  let client: Etcd3;
-  const managers: LockManager[] = [];
-  const manager = (ttl = 3_000): LockManager => {
-    const m = new LockManager(cluster.url, { ttl, acquireTimeout: 10_000 });
-    managers.push(m);
-    return m;
-  };
-  const leases = async (): Promise<string[]> => (await client.leaseClient.leaseLeases()).leases.map((l) => String(l.ID)).sort();
-  before(async () => {
-    cluster = await startEtcdCluster({ members: 1 });
-    client = new Etcd3({ hosts: cluster.endpoints });
-  });
-  after(async () => {
-    await Promise.all(managers.map((m) => m.close()));
-    client?.close();
-    await cluster?.stop();
-  });
+  const etcd = oneMemberEtcd(3_000);
+  const manager = (ttl?: number): LockManager => etcd.manager(ttl);
+  const leases = async (): Promise<string[]> => (await etcd.client.leaseClient.leaseLeases()).leases.map((l) => String(l.ID)).sort();
 
   test('sequential locks of one manager hang on one lease: no grant or revoke between them, 2 writes a lock', async () => {
     // An idle lease is lent while half its ttl is left: 10 s leaves this loop 5 s, also on a loaded machine.
@@ -47,7 +31,7 @@ describe('etcd: leases lent again', { skip: requireEtcd('etcd (the etcd backend)
     }
     assert.equal(seen.size, 1, 'the same lease each time');
     // Idle, nothing hangs on it: the key of the last lock is gone.
-    assert.equal((await client.getAll().prefix('fencelock:seq-').keys()).length, 0);
+    assert.equal((await etcd.client.getAll().prefix('fencelock:seq-').keys()).length, 0);
   });
 
   test('a hold on a lent lease, not extended, ends on the server at its own ttl while the manager goes on locking', async () => {

@@ -2,36 +2,20 @@
 // in etcd's queue, and a release hands the lock to the next one with one write. What must stay true around it:
 // fences from the log, strictly increasing; FIFO with other processes' waiters and etcdctl's; a caller that
 // gives up leaves the line; a holder that never releases does not block it; per-lock ttl.
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Etcd3 } from 'etcd3';
 import { LockManager, LockTimeoutError, type Lock } from '../../src/index.js';
-import { startEtcdCluster, type LocalEtcdCluster } from '../../src/testing/index.js';
+import { oneMemberEtcd } from '../support/etcd.js';
 import { requireEtcd } from '../support/optional.js';
 import { etcdctlLock, requireEtcdctl } from '../support/etcdctl.js';
 import { eventually } from '../support/harness.js';
 
 describe('etcd: the line of a process’s callers of one mutex', { skip: requireEtcd('etcd (the etcd backend)') }, () => {
-  let cluster: LocalEtcdCluster;
-  let client: Etcd3;
-  const managers: LockManager[] = [];
-  const manager = (ttl = 5_000): LockManager => {
-    const m = new LockManager(cluster.url, { ttl, acquireTimeout: 10_000 });
-    managers.push(m);
-    return m;
-  };
+  const etcd = oneMemberEtcd(5_000);
+  const manager = (ttl?: number): LockManager => etcd.manager(ttl);
   /** the cluster's revision: it moves with every write */
-  const revision = async (): Promise<bigint> => BigInt((await client.kv.range({ key: Buffer.from('none') })).header.revision);
+  const revision = async (): Promise<bigint> => BigInt((await etcd.client.kv.range({ key: Buffer.from('none') })).header.revision);
   const waiters = async (locks: LockManager, resource: string): Promise<number> => (await locks.inspect(resource)).nodes[0]?.waiters ?? -1;
-  before(async () => {
-    cluster = await startEtcdCluster({ members: 1 });
-    client = new Etcd3({ hosts: cluster.endpoints });
-  });
-  after(async () => {
-    await Promise.all(managers.map((m) => m.close()));
-    client?.close();
-    await cluster?.stop();
-  });
 
   test('callers waiting in the process cost etcd nothing; each hand-over is one write, in arrival order, fences rising', async () => {
     const locks = manager();
@@ -63,7 +47,7 @@ describe('etcd: the line of a process’s callers of one mutex', { skip: require
       held = next;
     }
     await held.release();
-    assert.equal((await client.getAll().prefix('fencelock:line/').keys()).length, 0, 'nothing left in etcd');
+    assert.equal((await etcd.client.getAll().prefix('fencelock:line/').keys()).length, 0, 'nothing left in etcd');
   });
 
   test('a waiter of another process queued meanwhile is served before the line’s next caller (its place in etcd’s queue)', async () => {
@@ -85,10 +69,9 @@ describe('etcd: the line of a process’s callers of one mutex', { skip: require
   });
 
   test('etcdctl lock queued behind a holder is served before a caller of the holder’s own process', { skip: requireEtcdctl() }, async () => {
-    const locks = new LockManager(cluster.url, { keyPrefix: 'P/', ttl: 5_000, acquireTimeout: 20_000 });
-    managers.push(locks);
+    const locks = etcd.manager(5_000, { keyPrefix: 'P/', acquireTimeout: 20_000 });
     const holder = await locks.acquire('R');
-    const e = etcdctlLock(cluster.endpoints, 'P/R');
+    const e = etcdctlLock(etcd.cluster.endpoints, 'P/R');
     try {
       await eventually(async () => (await waiters(locks, 'R')) === 1, 10_000);
       let grantedAt = 0;
