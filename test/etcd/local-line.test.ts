@@ -68,27 +68,31 @@ describe('etcd: the line of a process’s callers of one mutex', { skip: require
     await l.release();
   });
 
-  test('etcdctl lock queued behind a holder is served before a caller of the holder’s own process', { skip: requireEtcdctl() }, async () => {
-    const locks = etcd.manager(5_000, { keyPrefix: 'P/', acquireTimeout: 20_000 });
-    const holder = await locks.acquire('R');
-    const e = etcdctlLock(etcd.cluster.endpoints, 'P/R');
-    try {
-      await eventually(async () => (await waiters(locks, 'R')) === 1, 10_000);
-      let grantedAt = 0;
-      const local = locks.acquire('R').then((lock) => ((grantedAt = performance.now()), lock));
-      await holder.release();
-      await e.held;
-      assert.equal(grantedAt, 0, 'the local caller was not handed the lock past etcdctl');
-      const unlockedAt = performance.now();
-      assert.equal(await e.unlock(), 0, e.output());
-      const lock = await local;
-      assert.ok(grantedAt >= unlockedAt);
-      assert.ok(lock.fence > holder.fence);
-      await lock.release();
-    } finally {
-      if (e.child.exitCode === null && e.child.signalCode === null) e.child.kill('SIGKILL');
-    }
-  });
+  test(
+    'etcdctl lock queued behind a holder is served before a caller of the holder’s own process',
+    { skip: requireEtcdctl() },
+    async () => {
+      const locks = etcd.manager(5_000, { keyPrefix: 'P/', acquireTimeout: 20_000 });
+      const holder = await locks.acquire('R');
+      const e = etcdctlLock(etcd.cluster.endpoints, 'P/R');
+      try {
+        await eventually(async () => (await waiters(locks, 'R')) === 1, 10_000);
+        let grantedAt = 0;
+        const local = locks.acquire('R').then((lock) => ((grantedAt = performance.now()), lock));
+        await holder.release();
+        await e.held;
+        assert.equal(grantedAt, 0, 'the local caller was not handed the lock past etcdctl');
+        const unlockedAt = performance.now();
+        assert.equal(await e.unlock(), 0, e.output());
+        const lock = await local;
+        assert.ok(grantedAt >= unlockedAt);
+        assert.ok(lock.fence > holder.fence);
+        await lock.release();
+      } finally {
+        if (e.child.exitCode === null && e.child.signalCode === null) e.child.kill('SIGKILL');
+      }
+    },
+  );
 
   test('a caller that times out or is aborted leaves the line; the next one is served', async () => {
     const locks = manager();
