@@ -7,6 +7,7 @@ import type { IKeyValue, IRangeRequest, IRangeResponse, ITxnRequest, ITxnRespons
 import type { BackendHost } from '../backend.js';
 import { StoreFailures } from '../consensus-call.js';
 import { InvalidArgumentError, NodeError, NodeTimeoutError } from '../errors.js';
+import { HostBreakers } from './host-breakers.js';
 
 /** An etcd3 client (`new Etcd3({ hosts })`), as far as fencelock needs to recognise one. */
 export interface EtcdClient {
@@ -90,6 +91,8 @@ export class EtcdStore {
   readonly #client: Promise<Etcd3>;
   /** etcd3's test for an error worth another attempt (unavailable, deadline exceeded, …), once it is loaded */
   #recoverable: (error: Error) => boolean = () => false;
+  /** etcd3's conversion of a raw gRPC error into its typed errors (which #recoverable recognises), once it is loaded */
+  #typed: (error: Error) => Error = (error) => error;
   readonly #owned: boolean;
   /** the watches started and not yet stopped: each resolves with how to cancel it */
   readonly #watches = new Set<Promise<() => Promise<unknown>>>();
@@ -102,8 +105,9 @@ export class EtcdStore {
       this.name = input;
       this.#owned = true;
       this.#client = import('etcd3').then(
-        ({ Etcd3, isRecoverableError }) => {
+        ({ Etcd3, isRecoverableError, castGrpcError }) => {
           this.#recoverable = isRecoverableError;
+          this.#typed = castGrpcError;
           return new Etcd3({
             hosts,
             dialTimeout: timeout,
@@ -112,6 +116,9 @@ export class EtcdStore {
             defaultCallOptions: () => ({ deadline: new Date(Date.now() + timeout) }),
             faultHandling: {
               global: ONE_ATTEMPT as unknown as NonNullable<NonNullable<IOptions['faultHandling']>['global']>,
+              // etcd3's breakers per member, but never all open at once (host-breakers.ts).
+              host: new HostBreakers((error) => error instanceof Error && isRecoverableError(error))
+                .forHost as unknown as NonNullable<NonNullable<IOptions['faultHandling']>['host']>,
               watchBackoff: watchBackoff(WATCH_BACKOFF_MS[0]),
             },
           });
@@ -150,7 +157,10 @@ export class EtcdStore {
         try {
           const res = await new Promise<{ TTL: string }>((resolve, reject) => {
             stream.on('data', resolve);
-            stream.on('error', reject);
+            // A stream's error comes raw from gRPC (etcd3 types only its unary calls' errors): typed here, so
+            // that a keep-alive sent to a dead member (UNAVAILABLE) is tried again on another one, as a
+            // unary call would be, instead of failing the renewal (and the acquire that waited on it) at once.
+            stream.on('error', (error: Error) => reject(this.#typed(error)));
             stream.on('end', () => reject(new Error('keep-alive stream ended')));
             stream.write({ ID: id });
           });
