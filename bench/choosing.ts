@@ -187,7 +187,9 @@ async function w2(locks: LockManager, ms: number, callers = 64): Promise<{ pairs
   return { pairsPerSecond: Math.round(pairs / ((now() - started) / 1000)), errors };
 }
 
-async function w3(locks: LockManager): Promise<{ acquisitionsPerSecond: number; waitP99: number | null; gapP50: number | null; gapP99: number | null }> {
+async function w3(
+  locks: LockManager,
+): Promise<{ acquisitionsPerSecond: number; waitP99: number | null; gapP50: number | null; gapP99: number | null }> {
   const resource = fresh('w3');
   const end = now() + SIZE.w3;
   const waits: number[] = [];

@@ -545,7 +545,8 @@ export async function release(
   }
   if (res.succeeded) {
     pool.giveBack(grant.leaseAsked, { id: grant.leaseId, ttl: grant.leaseSeconds }, grant.validUntil);
-    if (next && renewal) void handOver(next, res.responses[grant.keys.length]?.response_range.kvs[0], res.header.revision, renewal, renewedAt);
+    if (next && renewal)
+      void handOver(next, res.responses[grant.keys.length]?.response_range.kvs[0], res.header.revision, renewal, renewedAt);
     return { released: 1, nodes: 1 };
   }
   next?.settle('look again');

@@ -117,8 +117,9 @@ export class EtcdStore {
             faultHandling: {
               global: ONE_ATTEMPT as unknown as NonNullable<NonNullable<IOptions['faultHandling']>['global']>,
               // etcd3's breakers per member, but never all open at once (host-breakers.ts).
-              host: new HostBreakers((error) => error instanceof Error && isRecoverableError(error))
-                .forHost as unknown as NonNullable<NonNullable<IOptions['faultHandling']>['host']>,
+              host: new HostBreakers((error) => error instanceof Error && isRecoverableError(error)).forHost as unknown as NonNullable<
+                NonNullable<IOptions['faultHandling']>['host']
+              >,
               watchBackoff: watchBackoff(WATCH_BACKOFF_MS[0]),
             },
           });
