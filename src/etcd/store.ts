@@ -64,7 +64,16 @@ const READ_ATTEMPT_SHARE = 0.5;
 /** No attempt is started with less than this left of its call: it would only fail, and count against a healthy member. */
 const MIN_ATTEMPT_MS = 100;
 /** Attempts of one call at most (each on the next member etcd3 picks): bounded also when every one fails at once. */
-const MAX_ATTEMPTS = 4;
+const MAX_ATTEMPTS = 8;
+/**
+ * An attempt that failed within this without an answer (a dead member refused the connection; a member whose
+ * channel etcd3 reset after a timeout is still reconnecting) is followed by a pause from the second one on,
+ * FAST_FAILURE_PAUSE_MS doubled each time: 4 such attempts used to go by in 40 ms, and a keep-alive round that
+ * met a leader's SIGKILL was over long before the election, so a holder with a 3 s lease lost its lock (issue
+ * 23, traced: the round failed 1 s after the kill, the next one stuck 1 s on a follower, the election took 2.4 s).
+ */
+const FAST_FAILURE_MS = 50;
+const FAST_FAILURE_PAUSE_MS = 100;
 
 /**
  * etcd3's global fault policy without its retries: the owned client's calls are tried again by #call, with
@@ -260,7 +269,8 @@ export class EtcdStore {
 
   /**
    * One call, bounded by the store's timeout as a whole. A user's client gets that one deadline (and retries
-   * as it was configured). Our own client is tried here, up to MAX_ATTEMPTS times on a recoverable error,
+   * as it was configured). Our own client is tried here, up to MAX_ATTEMPTS times on a recoverable error
+   * (paced after a failure without an answer, see FAST_FAILURE_MS),
    * each attempt's deadline never past the call's end, and a read's at most READ_ATTEMPT_SHARE of it:
    * - the call's end bounds it: an extension round must end within the backend's roundTimeout. With a fresh
    *   deadline per attempt and etcd3's 3 attempts, one keep-alive round could last 6 s: in the leader-kill
@@ -275,16 +285,22 @@ export class EtcdStore {
   async #call<T>(what: string, run: (client: Etcd3, options: { deadline?: Date }) => Promise<T>, kind: 'read' | 'write'): Promise<T> {
     const client = await this.#client;
     const end = Date.now() + this.#timeout;
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1, fastFailures = 0; ; attempt++) {
       const left = end - Date.now();
       const share = this.#owned && kind === 'read' ? READ_ATTEMPT_SHARE : 1;
-      const deadline = new Date(Date.now() + Math.min(left, this.#timeout * share));
+      const startedAt = Date.now();
+      const deadline = new Date(startedAt + Math.min(left, this.#timeout * share));
       try {
         return await run(client, { deadline });
       } catch (error) {
         const again =
           this.#owned && attempt < MAX_ATTEMPTS && end - Date.now() >= MIN_ATTEMPT_MS && error instanceof Error && this.#recoverable(error);
         if (!again) throw this.#nodeError(what, error);
+        // The first such failure is tried again at once: most likely the dead member, and another one answers.
+        if (Date.now() - startedAt < FAST_FAILURE_MS && fastFailures++ > 0) {
+          const pause = Math.min(FAST_FAILURE_PAUSE_MS * 2 ** (fastFailures - 2), end - Date.now() - MIN_ATTEMPT_MS);
+          if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+        }
       }
     }
   }
