@@ -38,14 +38,30 @@ class Breaker implements HostPolicy {
       throw new Error('Execution prevented because the circuit breaker is open');
     try {
       const result = await fn();
-      this.failures = 0;
-      this.openUntil = 0;
+      // A stream (a keep-alive, a watch) is returned before it reaches the member: no success. Its failure
+      // comes later (etcd3's markFailed runs it through here). Counted as a success, it kept the dead leader's
+      // breaker closed forever (success, failure, success…) while the followers' opened, and every keep-alive
+      // went to the dead member: the leader-kill test's holder lost its lock 2 s after the election (traced).
+      if (!isStream(result)) {
+        this.failures = 0;
+        this.openUntil = 0;
+      }
       return result;
     } catch (error) {
       if (this.failed(error) && ++this.failures >= FAILURES_TO_OPEN) this.openUntil = Date.now() + OPEN_MS;
       throw error;
     }
   }
+}
+
+/** A gRPC call stream: etcd3's leaseKeepAlive and watch return one from the policy's execute. */
+function isStream(value: unknown): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { on?: unknown }).on === 'function' &&
+    typeof (value as { write?: unknown }).write === 'function'
+  );
 }
 
 export class HostBreakers {

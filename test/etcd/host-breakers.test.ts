@@ -29,6 +29,18 @@ describe('etcd: member breakers', () => {
     assert.equal(await calls(b!), 'called');
   });
 
+  test('a stream returned (a keep-alive, a watch) is no success: it does not close a breaker', async () => {
+    const breakers = new HostBreakers(() => true);
+    const [a] = [breakers.forHost(), breakers.forHost()];
+    const stream = { on: () => undefined, write: () => true };
+    // As etcd3 uses it: the stream returned through execute, its error later through execute too (markFailed).
+    for (let i = 0; i < 3; i++) {
+      await a!.execute(() => stream);
+      await failing(a!);
+    }
+    assert.match(await calls(a!), /circuit breaker is open/);
+  });
+
   test('errors that do not count (not recoverable) never open a breaker', async () => {
     const breakers = new HostBreakers(() => false);
     const [a] = [breakers.forHost(), breakers.forHost()];
