@@ -26,6 +26,8 @@ import { percentile, round } from './stats.js';
 
 const argv = process.argv.slice(2);
 const smoke = argv.includes('--smoke');
+/** `--trace-window`: each failed attempt of the leader-kill window on stderr, with its time and error (issue 23) */
+const traceWindow = argv.includes('--trace-window');
 const only = argv.includes('--only') ? (argv[argv.indexOf('--only') + 1] ?? '').split(',') : undefined;
 /** W1's measured pairs (and the floor's), W1's warm-up pairs, W2's and W3's windows (ms) */
 const SIZE = smoke ? { pairs: 100, warmup: 20, w2: 500, w3: 1_000 } : { pairs: 1_000, warmup: 50, w2: 3_000, w3: 4_000 };
@@ -185,7 +187,9 @@ async function w2(locks: LockManager, ms: number, callers = 64): Promise<{ pairs
   return { pairsPerSecond: Math.round(pairs / ((now() - started) / 1000)), errors };
 }
 
-async function w3(locks: LockManager): Promise<{ acquisitionsPerSecond: number; waitP99: number | null; gapP50: number | null; gapP99: number | null }> {
+async function w3(
+  locks: LockManager,
+): Promise<{ acquisitionsPerSecond: number; waitP99: number | null; gapP50: number | null; gapP99: number | null }> {
   const resource = fresh('w3');
   const end = now() + SIZE.w3;
   const waits: number[] = [];
@@ -225,6 +229,7 @@ async function window(setup: Setup, locks: LockManager): Promise<number | null> 
       await lock.release();
       return Math.round(now() - killed);
     } catch (error) {
+      if (traceWindow) process.stderr.write(`window: attempt failed at ${Math.round(now() - killed)} ms: ${String(error)}\n`);
       if (!(error instanceof QuorumError || error instanceof LockTimeoutError)) throw error;
       // A client that is reconnecting fails an acquire at once, without I/O: without this pause the loop
       // would never yield, and the client could never reconnect (a Sentinel client found no new primary in 30 s).

@@ -7,6 +7,7 @@ import type { IKeyValue, IRangeRequest, IRangeResponse, ITxnRequest, ITxnRespons
 import type { BackendHost } from '../backend.js';
 import { StoreFailures } from '../consensus-call.js';
 import { InvalidArgumentError, NodeError, NodeTimeoutError } from '../errors.js';
+import { HostBreakers } from './host-breakers.js';
 
 /** An etcd3 client (`new Etcd3({ hosts })`), as far as fencelock needs to recognise one. */
 export interface EtcdClient {
@@ -58,12 +59,25 @@ const WATCH_BACKOFF_MS = [100, 1_000] as const;
  * answers only after its own 7 s request timeout) moves on to another member while the call has time left.
  * A write is given the whole call: every member forwards it to the one leader, and a slow write is a slow
  * disk there, which another member cannot make faster (and a write that timed out may still apply).
+ * A quarter (500 ms), not a half: a keep-alive sent during a leader election, to a follower that forwards it to
+ * the dead leader, is not answered after the new leader is elected either; with 1 s attempts the holder of a
+ * 3 s lock in the leader-kill test had one stuck from 0.5 s before the election to 0.5 s after its validity
+ * (issue 23, traced). A healthy member answers a read in milliseconds.
  */
-const READ_ATTEMPT_SHARE = 0.5;
+const READ_ATTEMPT_SHARE = 0.25;
 /** No attempt is started with less than this left of its call: it would only fail, and count against a healthy member. */
 const MIN_ATTEMPT_MS = 100;
 /** Attempts of one call at most (each on the next member etcd3 picks): bounded also when every one fails at once. */
-const MAX_ATTEMPTS = 4;
+const MAX_ATTEMPTS = 8;
+/**
+ * An attempt that failed within this without an answer (a dead member refused the connection; a member whose
+ * channel etcd3 reset after a timeout is still reconnecting) is followed by a pause from the second one on,
+ * FAST_FAILURE_PAUSE_MS doubled each time: 4 such attempts used to go by in 40 ms, and a keep-alive round that
+ * met a leader's SIGKILL was over long before the election, so a holder with a 3 s lease lost its lock (issue
+ * 23, traced: the round failed 1 s after the kill, the next one stuck 1 s on a follower, the election took 2.4 s).
+ */
+const FAST_FAILURE_MS = 50;
+const FAST_FAILURE_PAUSE_MS = 100;
 
 /**
  * etcd3's global fault policy without its retries: the owned client's calls are tried again by #call, with
@@ -90,6 +104,8 @@ export class EtcdStore {
   readonly #client: Promise<Etcd3>;
   /** etcd3's test for an error worth another attempt (unavailable, deadline exceeded, …), once it is loaded */
   #recoverable: (error: Error) => boolean = () => false;
+  /** etcd3's conversion of a raw gRPC error into its typed errors (which #recoverable recognises), once it is loaded */
+  #typed: (error: Error) => Error = (error) => error;
   readonly #owned: boolean;
   /** the watches started and not yet stopped: each resolves with how to cancel it */
   readonly #watches = new Set<Promise<() => Promise<unknown>>>();
@@ -102,8 +118,9 @@ export class EtcdStore {
       this.name = input;
       this.#owned = true;
       this.#client = import('etcd3').then(
-        ({ Etcd3, isRecoverableError }) => {
+        ({ Etcd3, isRecoverableError, castGrpcError }) => {
           this.#recoverable = isRecoverableError;
+          this.#typed = castGrpcError;
           return new Etcd3({
             hosts,
             dialTimeout: timeout,
@@ -112,6 +129,10 @@ export class EtcdStore {
             defaultCallOptions: () => ({ deadline: new Date(Date.now() + timeout) }),
             faultHandling: {
               global: ONE_ATTEMPT as unknown as NonNullable<NonNullable<IOptions['faultHandling']>['global']>,
+              // etcd3's breakers per member, but never all open at once (host-breakers.ts).
+              host: new HostBreakers((error) => error instanceof Error && isRecoverableError(error)).forHost as unknown as NonNullable<
+                NonNullable<IOptions['faultHandling']>['host']
+              >,
               watchBackoff: watchBackoff(WATCH_BACKOFF_MS[0]),
             },
           });
@@ -150,7 +171,10 @@ export class EtcdStore {
         try {
           const res = await new Promise<{ TTL: string }>((resolve, reject) => {
             stream.on('data', resolve);
-            stream.on('error', reject);
+            // A stream's error comes raw from gRPC (etcd3 types only its unary calls' errors): typed here, so
+            // that a keep-alive sent to a dead member (UNAVAILABLE) is tried again on another one, as a
+            // unary call would be, instead of failing the renewal (and the acquire that waited on it) at once.
+            stream.on('error', (error: Error) => reject(this.#typed(error)));
             stream.on('end', () => reject(new Error('keep-alive stream ended')));
             stream.write({ ID: id });
           });
@@ -249,7 +273,8 @@ export class EtcdStore {
 
   /**
    * One call, bounded by the store's timeout as a whole. A user's client gets that one deadline (and retries
-   * as it was configured). Our own client is tried here, up to MAX_ATTEMPTS times on a recoverable error,
+   * as it was configured). Our own client is tried here, up to MAX_ATTEMPTS times on a recoverable error
+   * (paced after a failure without an answer, see FAST_FAILURE_MS),
    * each attempt's deadline never past the call's end, and a read's at most READ_ATTEMPT_SHARE of it:
    * - the call's end bounds it: an extension round must end within the backend's roundTimeout. With a fresh
    *   deadline per attempt and etcd3's 3 attempts, one keep-alive round could last 6 s: in the leader-kill
@@ -264,16 +289,22 @@ export class EtcdStore {
   async #call<T>(what: string, run: (client: Etcd3, options: { deadline?: Date }) => Promise<T>, kind: 'read' | 'write'): Promise<T> {
     const client = await this.#client;
     const end = Date.now() + this.#timeout;
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1, fastFailures = 0; ; attempt++) {
       const left = end - Date.now();
       const share = this.#owned && kind === 'read' ? READ_ATTEMPT_SHARE : 1;
-      const deadline = new Date(Date.now() + Math.min(left, this.#timeout * share));
+      const startedAt = Date.now();
+      const deadline = new Date(startedAt + Math.min(left, this.#timeout * share));
       try {
         return await run(client, { deadline });
       } catch (error) {
         const again =
           this.#owned && attempt < MAX_ATTEMPTS && end - Date.now() >= MIN_ATTEMPT_MS && error instanceof Error && this.#recoverable(error);
         if (!again) throw this.#nodeError(what, error);
+        // The first such failure is tried again at once: most likely the dead member, and another one answers.
+        if (Date.now() - startedAt < FAST_FAILURE_MS && fastFailures++ > 0) {
+          const pause = Math.min(FAST_FAILURE_PAUSE_MS * 2 ** (fastFailures - 2), end - Date.now() - MIN_ATTEMPT_MS);
+          if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+        }
       }
     }
   }
