@@ -80,7 +80,10 @@ try {
     '0',
     '',
   ];
-  rows.push(['fencelock acquire.lua (cheap path: trusted node, nobody queued)', await measure('evalsha', (p, i) => p.evalsha(acquire, 2, ...acquireArgs(i)))]);
+  rows.push([
+    'fencelock acquire.lua (cheap path: trusted node, nobody queued)',
+    await measure('evalsha', (p, i) => p.evalsha(acquire, 2, ...acquireArgs(i))),
+  ]);
 
   // Releases: each key is set first (outside the measured command), then released by its owner.
   const floorRelease = await load(FLOOR_RELEASE);

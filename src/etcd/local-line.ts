@@ -83,7 +83,10 @@ export class LocalLines {
       if (signal.aborted) return reject(signal.reason);
       const onAbort = (): void => leave(signal.reason);
       // No timer for a wait longer than setTimeout takes (Infinity: until the signal aborts).
-      const timer = o.timeout <= MAX_DELAY ? setTimeout(() => leave(new LockTimeoutError([resource], o.timeout, 'held by others')), o.timeout) : undefined;
+      const timer =
+        o.timeout <= MAX_DELAY
+          ? setTimeout(() => leave(new LockTimeoutError([resource], o.timeout, 'held by others')), o.timeout)
+          : undefined;
       const caller: Caller = {
         o,
         signal,
@@ -113,7 +116,7 @@ export class LocalLines {
     clearTimeout(line.park);
     line.parked = false;
     // Bounded: each pass serves or drops one caller of the line.
-    for (let held = grant; ; ) {
+    for (let held = grant; ;) {
       line.holder = undefined;
       const next = line.waiting[0];
       if (!next || line.contending || Math.ceil(next.o.ttl / 1000) !== held.leaseAsked) return held;

@@ -84,7 +84,11 @@ export class RedisBackend implements Backend {
     const lines = this.#lines;
     // A release offers the lock to this process's next caller when it is parked behind the holder (release.lua).
     redlock.successorFor = (resource) =>
-      lines.successor(resource, () => redlock.waiterToken(), (o) => queueLease(o, options.nodeTimeout));
+      lines.successor(
+        resource,
+        () => redlock.waiterToken(),
+        (o) => queueLease(o, options.nodeTimeout),
+      );
   }
 
   get nodeCount(): number {

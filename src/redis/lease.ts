@@ -170,9 +170,11 @@ export async function dequeue(
   await Promise.all(
     indexes.map((i) => {
       const node = redlock.nodes[i] as RedisNode;
-      return node.run(scripts.dequeue, scriptKeys, [token, ...channels, givingUp ? '1' : '0'], redlock.options.nodeTimeout).catch((error: Error) => {
-        redlock.reportNodeError(node, error, 'dequeue', resources);
-      });
+      return node
+        .run(scripts.dequeue, scriptKeys, [token, ...channels, givingUp ? '1' : '0'], redlock.options.nodeTimeout)
+        .catch((error: Error) => {
+          redlock.reportNodeError(node, error, 'dequeue', resources);
+        });
     }),
   );
 }

@@ -131,7 +131,9 @@ describe('single Redis + replica with Sentinel failover', () => {
       await p50(plain); // warm-up
       const [without, withWait] = [await p50(plain), await p50(a)];
       await plain.close();
-      console.log(`waitForReplicas: acquire p50 ${withWait.toFixed(3)} ms with, ${without.toFixed(3)} ms without (replica through a proxy)`);
+      console.log(
+        `waitForReplicas: acquire p50 ${withWait.toFixed(3)} ms with, ${without.toFixed(3)} ms without (replica through a proxy)`,
+      );
 
       // The replica cut off: the grant does not count, and nothing is left on the primary.
       proxy.blackhole();
@@ -174,7 +176,9 @@ describe('single Redis + replica with Sentinel failover', () => {
         }
         assert.equal(replies.at(-1), 'held', `B is refused while A holds R: ${replies.join(', ')}`);
         assert.ok(lockA.remaining() > 0);
-        console.log(`waitForReplicas: promoted ${failoverMs.toFixed(0)} ms after SIGKILL; B refused, A's lease ${Math.round(lockA.remaining())} ms left`);
+        console.log(
+          `waitForReplicas: promoted ${failoverMs.toFixed(0)} ms after SIGKILL; B refused, A's lease ${Math.round(lockA.remaining())} ms left`,
+        );
       } finally {
         await b.close();
       }

@@ -25,7 +25,16 @@ withNodeSets('events and close', NODE_COUNTS, (env, nodeCount) => {
     test(`${kind}: acquired, extended, retry and released events name the resources`, async () => {
       const locks = await readyManager(env(), kind, OPTIONS);
       const holderManager = await readyManager(env(), kind, OPTIONS);
-      const seen: Recorded = { acquired: [], released: [], extended: [], lost: [], nodeError: [], retry: [], nodeQuarantined: [], nodeRepaired: [] };
+      const seen: Recorded = {
+        acquired: [],
+        released: [],
+        extended: [],
+        lost: [],
+        nodeError: [],
+        retry: [],
+        nodeQuarantined: [],
+        nodeRepaired: [],
+      };
       for (const name of Object.keys(seen) as Array<keyof LockEvents>) {
         locks.on(name, (...args: LockEvents[typeof name]) => (seen[name] as unknown[]).push(args[0]));
       }

@@ -65,7 +65,10 @@ withNodeSets('fencing', NODE_COUNTS, (env, nodeCount) => {
       );
 
       // 0.1's counter was folded into the node's and removed: nothing per resource is left behind.
-      assert.deepEqual(await Promise.all(admin.map((x) => x.exists(keysOf(a).fence))), admin.map(() => 0));
+      assert.deepEqual(
+        await Promise.all(admin.map((x) => x.exists(keysOf(a).fence))),
+        admin.map(() => 0),
+      );
       // The next holder of either resource alone is above the multi-resource fence.
       const nextB = await locks.acquire(b);
       assert.ok(nextB.fence > both.fence, `fence of b ${nextB.fence} not above multi fence ${both.fence}`);

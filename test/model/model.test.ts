@@ -84,12 +84,16 @@ describe('the protocol model', () => {
 
   test('the per-call-ttl rule: the same simulation finds the majority-restart double grant from scratch', async () => {
     const { perCall } = await flaws;
-    perCall.forEach((run, i) => assert.equal(verdict(run), false, `seed ${PER_CALL_SEEDS[i]}: no double grant found\n${run.output.slice(-1_000)}`));
+    perCall.forEach((run, i) =>
+      assert.equal(verdict(run), false, `seed ${PER_CALL_SEEDS[i]}: no double grant found\n${run.output.slice(-1_000)}`),
+    );
   });
 
   test('a waiter that dates a handed lease from its pop or wake-up: found from scratch', async () => {
     const { wakeUp } = await flaws;
-    wakeUp.forEach((run, i) => assert.equal(verdict(run), false, `seed ${WAKE_UP_SEEDS[i]}: no double grant found\n${run.output.slice(-1_000)}`));
+    wakeUp.forEach((run, i) =>
+      assert.equal(verdict(run), false, `seed ${WAKE_UP_SEEDS[i]}: no double grant found\n${run.output.slice(-1_000)}`),
+    );
   });
 
   test('recorded seeds replay each flaw in one trace; the wake-up schedule under the safe dating shows none', async () => {

@@ -127,7 +127,10 @@ describe('rolling upgrade: the mutex scripts before and after the hand-over, on 
     await eventually(async () => (await queued(env.admin, resource))[0]?.length === 1, 5000);
     // The holder's process died: its key expires (deleted here), and no release tells anyone.
     await admin().del(keysOf(resource).lock);
-    const newcomer = env.manager('ioredis', OPTIONS).then((m) => m.acquire(resource)).then(take('newcomer'));
+    const newcomer = env
+      .manager('ioredis', OPTIONS)
+      .then((m) => m.acquire(resource))
+      .then(take('newcomer'));
     await within(Promise.all([first, newcomer]), 5000, 'both');
     assert.deepEqual(order, ['waiter', 'newcomer']);
   });

@@ -4,7 +4,14 @@ import type { ClientDriver } from './types.js';
 export interface IoredisLike {
   status: string;
   isCluster?: boolean;
-  options?: { host?: string; port?: number; path?: string; db?: number; sentinels?: Array<{ host?: string; port?: number }> | null; name?: string | null };
+  options?: {
+    host?: string;
+    port?: number;
+    path?: string;
+    db?: number;
+    sentinels?: Array<{ host?: string; port?: number }> | null;
+    name?: string | null;
+  };
   call(command: string, ...args: string[]): Promise<unknown>;
   /** the connection's socket (a standalone client) */
   stream?: { cork(): void; uncork(): void };
