@@ -8,6 +8,8 @@
 // (issue 23; bench/choosing.ts's etcd window, traced). With one breaker left closed, a call always reaches a
 // member that may answer; a dead or frozen member is still skipped while another one is there.
 
+import { monotonicNow } from '../clock.js';
+
 /** Calls failed in a row before a member is skipped (etcd3's default). */
 const FAILURES_TO_OPEN = 3;
 /** How long a member is skipped (etcd3's default); then one call tries it again. */
@@ -20,7 +22,7 @@ export interface HostPolicy {
 
 class Breaker implements HostPolicy {
   failures = 0;
-  /** Date.now() until which the member is skipped; 0 when closed */
+  /** monotonic ms until which the member is skipped; 0 when closed */
   openUntil = 0;
 
   constructor(
@@ -34,7 +36,7 @@ class Breaker implements HostPolicy {
 
   async execute<T>(fn: () => PromiseLike<T> | T): Promise<T> {
     // Skipped only while another member may be tried: etcd3 then goes on to the next member.
-    if (this.isOpen(Date.now()) && this.group.anotherClosed(this))
+    if (this.isOpen(monotonicNow()) && this.group.anotherClosed(this))
       throw new Error('Execution prevented because the circuit breaker is open');
     try {
       const result = await fn();
@@ -48,7 +50,7 @@ class Breaker implements HostPolicy {
       }
       return result;
     } catch (error) {
-      if (this.failed(error) && ++this.failures >= FAILURES_TO_OPEN) this.openUntil = Date.now() + OPEN_MS;
+      if (this.failed(error) && ++this.failures >= FAILURES_TO_OPEN) this.openUntil = monotonicNow() + OPEN_MS;
       throw error;
     }
   }
@@ -79,7 +81,7 @@ export class HostBreakers {
 
   /** @internal whether a member other than `breaker`'s is not skipped now */
   anotherClosed(breaker: Breaker): boolean {
-    const now = Date.now();
+    const now = monotonicNow();
     return this.#breakers.some((b) => b !== breaker && !b.isOpen(now));
   }
 }
