@@ -20,6 +20,7 @@ import { LockTimeoutError } from '../errors.js';
 import type { ResolvedAcquire } from '../options.js';
 import { onAbort } from './abort-listeners.js';
 import { Deadlines, type Deadline } from './adapters/deadlines.js';
+import { WaitingLine } from './adapters/waiting-line.js';
 import type { NodeAcquire } from './local-queue.js';
 import { ticketNow, type Arrival } from './wait.js';
 
@@ -70,9 +71,8 @@ class Parked implements Deadline, Arrival {
 export class Admission {
   /** callers whose first attempt is under way */
   #starting = 0;
-  /** callers waiting for a slot, oldest first from #head (compacted as it drains) */
-  #parked: Array<Parked | undefined> = [];
-  #head = 0;
+  /** callers waiting for a slot, oldest first */
+  readonly #parked = new WaitingLine<Parked>((p) => p.gone);
   /** one timer for every parked caller's timeout */
   readonly #deadlines = new Deadlines();
 
@@ -85,7 +85,7 @@ export class Admission {
 
   /** Callers waiting for a slot now (some may have given up and not been dropped yet). */
   get parked(): number {
-    return this.#parked.length - this.#head;
+    return this.#parked.length;
   }
 
   /** Callers whose first attempt is under way now. */
@@ -130,27 +130,11 @@ export class Admission {
 
   #pump(): void {
     while (this.#starting < this.limit || this.degraded()) {
-      const p = this.#shift();
+      const p = this.#parked.shift();
       if (!p) return;
       p.stopWaiting();
       this.#start(p.resources, p.opts, p.signal, p.onRetry, p).then(p.resolve, p.reject);
     }
-  }
-
-  #shift(): Parked | undefined {
-    while (this.#head < this.#parked.length) {
-      const p = this.#parked[this.#head];
-      this.#parked[this.#head++] = undefined;
-      if (this.#head >= this.#parked.length) {
-        this.#parked = [];
-        this.#head = 0;
-      } else if (this.#head >= 1024 && this.#head * 2 >= this.#parked.length) {
-        this.#parked = this.#parked.slice(this.#head);
-        this.#head = 0;
-      }
-      if (p && !p.gone) return p;
-    }
-    return undefined;
   }
 }
 

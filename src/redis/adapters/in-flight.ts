@@ -1,3 +1,5 @@
+import { WaitingLine } from './waiting-line.js';
+
 /**
  * Backpressure for one node's connection (issue 25): at most `limit` requests are on the wire at once; the
  * rest wait here, in order, and their timeout does not run while they wait (it measures the node from the
@@ -12,9 +14,8 @@
  */
 export class InFlight {
   #active = 0;
-  /** requests waiting for a slot, oldest first from #head (compacted as it drains) */
-  #backlog: Array<Pending | undefined> = [];
-  #head = 0;
+  /** requests waiting for a slot, oldest first */
+  readonly #backlog = new WaitingLine<Pending>((p) => p.withdrawn);
   /** the node answered nothing for a whole timeout while a request of ours was on the wire */
   #unresponsive = false;
 
@@ -32,7 +33,7 @@ export class InFlight {
 
   /** Requests waiting for a slot now (some may have given up and not been dropped yet). */
   get waiting(): number {
-    return this.#backlog.length - this.#head;
+    return this.#backlog.length;
   }
 
   /**
@@ -69,10 +70,7 @@ export class InFlight {
   unresponsive(): void {
     if (this.#unresponsive) return;
     this.#unresponsive = true;
-    for (let i = this.#head; i < this.#backlog.length; i++) {
-      const p = this.#backlog[i];
-      if (p && !p.withdrawn) tell(p);
-    }
+    for (const p of this.#backlog.waiting()) tell(p);
   }
 
   #slots(): number {
@@ -81,27 +79,11 @@ export class InFlight {
 
   #pump(): void {
     while (this.#active < this.#slots()) {
-      const next = this.#shift();
+      const next = this.#backlog.shift();
       if (!next) return;
       this.#active++;
       next.start();
     }
-  }
-
-  #shift(): Pending | undefined {
-    while (this.#head < this.#backlog.length) {
-      const p = this.#backlog[this.#head];
-      this.#backlog[this.#head++] = undefined;
-      if (this.#head >= this.#backlog.length) {
-        this.#backlog = [];
-        this.#head = 0;
-      } else if (this.#head >= 1024 && this.#head * 2 >= this.#backlog.length) {
-        this.#backlog = this.#backlog.slice(this.#head);
-        this.#head = 0;
-      }
-      if (p && !p.withdrawn) return p;
-    }
-    return undefined;
   }
 }
 
