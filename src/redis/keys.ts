@@ -7,6 +7,8 @@
  *   <prefix>{<resource>}:released  pub/sub channel a release publishes on
  *   <prefix>{<resource>}:queue     waiters in arrival order (sorted set, score = ticket; expires)
  *   <prefix>{<resource>}:leases    the same waiters' lease ends (sorted set, score = ms; expires)
+ *   <prefix>{<resource>}:watch     '1' while a waiter outside the queue (fair: false) waits: a release
+ *                                  publishes '*' only then (expires after that waiter's queue lease)
  *   <prefix>{node}:epoch           this node's marker: its data epoch (restart detection), trust,
  *                                  longest ttl, and the fence counter of every resource (see _node-state.lua)
  *   <prefix>{<tag>}:node           the same, per hash slot, on a Redis Cluster node (a script may only

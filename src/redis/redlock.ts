@@ -305,7 +305,7 @@ export class Redlock implements NodeSet {
       randomHex(8),
       queue.ticket,
       String(queue.lease),
-      queue.fair ? '1' : '0',
+      queue.fair ? '1' : queue.watch ? 'w' : '0',
       this.health.wantAge(start) ? '1' : '0',
       // Only needed once the nodes' counters have drifted apart (see fenceHint); never on one node.
       this.countersDiffer ? this.fenceHint.toString() : '',

@@ -76,6 +76,11 @@ export interface QueueOptions {
   readonly ticket: string;
   /** ms our place is kept without a new attempt (a crashed waiter blocks the queue no longer) */
   readonly lease: number;
+  /**
+   * a waiter outside the queue (fair: false): a release announces itself on the shared channel only while
+   * such a waiter watches the key (acquire.lua `<base>:watch`), so its failed attempts ask for that
+   */
+  readonly watch?: boolean;
 }
 
 /** What the steps outside redlock.ts (lease.ts, judge.ts) need of the node set. */

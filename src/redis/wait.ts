@@ -112,6 +112,7 @@ class MutexWait {
       fair: opts.fair && this.#waits,
       ticket: this.#waits && opts.fair ? (arrival?.ticket ?? ticketNow()) : '',
       lease: queueLease(opts, redlock.options.nodeTimeout),
+      watch: !opts.fair && this.#waits,
     };
     this.#handoff = opts.fair && resources.length === 1 ? (resources[0] as string) : undefined;
     this.#firstAttemptDone = arrival?.firstAttemptDone;

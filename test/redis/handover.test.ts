@@ -98,6 +98,52 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     assert.deepEqual(await admin().zrange(k.leases, '0', '-1'), ['next']);
   });
 
+  test('nobody waiting: a compare-and-delete that announces nothing; an unfair waiter watching: announced with *', async () => {
+    const r = uniqueResource('quiet');
+    const k = keysOf(r);
+    const listener = admin().duplicate();
+    const heard: string[] = [];
+    listener.on('pmessage', (_p: string, channel: string, message: string) => heard.push(`${channel} ${message}`));
+    await listener.psubscribe(`${k.channel}*`);
+    try {
+      await scene(r, 'holder', []);
+      assert.equal(await release(r, 'holder'), 1);
+      assert.equal(await admin().exists(k.lock), 0);
+      // Messages of one server arrive in order: once this mark is heard, anything the release published was too.
+      await admin().publish(`${k.channel}:mark`, 'mark');
+      await eventually(async () => heard.length > 0, 2_000);
+      assert.deepEqual(heard.splice(0), [`${k.channel}:mark mark`], 'a release with nobody waiting announces nothing');
+      // A waiter outside the queue (fair: false) asks for the announcement with <base>:watch (acquire.lua 'w').
+      await scene(r, 'holder', []);
+      await admin().set(`fencelock:{${r}}:watch`, '1', 'PX', 2_000);
+      assert.equal(await release(r, 'holder'), 1);
+      assert.equal(await admin().exists(k.lock), 0);
+      await eventually(async () => heard.length > 0, 2_000);
+      assert.deepEqual(heard, [`${k.channel} *`], 'the watched release was announced');
+    } finally {
+      listener.disconnect();
+    }
+  });
+
+  test('a waiter outside the queue leaves a watch that expires with its queue lease, never a queue', async () => {
+    const r = uniqueResource('watch');
+    const k = keysOf(r);
+    const locks = await readyManager(env, 'ioredis', { ttl: 5_000 });
+    const other = await readyManager(env, 'ioredis', { ttl: 5_000 });
+    const holder = await locks.acquire(r);
+    const waiting = other.acquire(r, { fair: false, timeout: 10_000, retry: { minDelay: 50, maxDelay: 100 } });
+    const watch = `fencelock:{${r}}:watch`;
+    await eventually(async () => (await admin().exists(watch)) === 1, 5_000);
+    const pttl = await admin().pttl(watch);
+    assert.ok(pttl > 0 && pttl <= 5_000, `the watch expires on its own: ${pttl} ms`);
+    assert.equal(await admin().exists(k.queue), 0, 'an unfair waiter is not queued');
+    await holder.release();
+    const lock = await within(waiting, 5_000, 'the unfair waiter');
+    await lock.release();
+    await locks.close();
+    await other.close();
+  });
+
   test('a waiter that gave up with nobody behind it deletes a key handed to it', async () => {
     const r = uniqueResource('gave-up-alone');
     const k = keysOf(r);

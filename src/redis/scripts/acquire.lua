@@ -20,7 +20,9 @@
 --   <base>:leases  the queue's leases (sorted set: member = owner token, score = lease end, ms)
 -- ARGV[1] owner token   ARGV[2] ttl ms   ARGV[3] n   ARGV[4] epoch to use if the marker is missing
 -- ARGV[5] ticket: '' = do not queue (one attempt), else this waiter's place (arrival time)
--- ARGV[6] queue lease ms   ARGV[7] '1' = fair: a queued waiter ahead of us takes precedence
+-- ARGV[6] queue lease ms   ARGV[7] '1' = fair: a queued waiter ahead of us takes precedence;
+--         'w' = a waiter that does not queue (fair: false): when the lock is held, <base>:watch (expiring after
+--         the queue lease) asks the release to announce it ('*'), since the release only reads the queue otherwise
 -- ARGV[8] '1' = report the marker's age even when the node is trusted (restart quarantine)
 -- ARGV[9] the highest fence the client has seen on any of its nodes ('' = none): the counter is raised to
 --         it first, so the nodes of one round issue the same fence and none needs a write-back afterwards
@@ -33,18 +35,23 @@
 local n = tonumber(ARGV[3])
 local token, ticket, fair = ARGV[1], ARGV[5], ARGV[7] == '1'
 local marker = KEYS[n + 1]
+
+-- The cheap path (see above), before anything else is built: four calls (EXISTS, SET, the marker's HMGET,
+-- HINCRBY). SET NX never overwrites a key of another type (the full path's GET then fails with WRONGTYPE).
+-- One EXISTS checks both the queue and fencelock 0.1's counter.
+if n == 1 then
+  local b = string.sub(KEYS[1], 1, -6)
+  if redis.call('EXISTS', b .. ':queue', b .. ':fence') == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2]) then
+    local epoch, age, trusted, longest = node_state(marker, ARGV[2], ARGV[4], ARGV[8] == '1')
+    if ARGV[9] ~= '' then raise_counter(marker, ARGV[9]) end
+    return '1 ' .. next_fence(marker) .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest
+  end
+end
+
 -- Each resource's key name without ':lock': its other keys are this plus a suffix, built only when used.
 local base = {}
 for i = 1, n do base[i] = string.sub(KEYS[i], 1, -6) end
 local epoch, age, trusted, longest = node_state(marker, ARGV[2], ARGV[4], ARGV[8] == '1')
-
--- The cheap path (see above). SET NX never overwrites a key of another type (the full path's GET then
--- fails with WRONGTYPE). One EXISTS checks both the queue and fencelock 0.1's counter.
-if n == 1 and redis.call('EXISTS', base[1] .. ':queue', base[1] .. ':fence') == 0
-  and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2]) then
-  if ARGV[9] ~= '' then raise_counter(marker, ARGV[9]) end
-  return '1 ' .. next_fence(marker) .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest
-end
 
 -- GET (not EXISTS) so that a key of another type fails with WRONGTYPE instead
 -- of being treated as a lock: we never touch data we did not write.
@@ -104,6 +111,8 @@ if held or ahead then
       redis.call('PEXPIRE', q, ARGV[6])
       redis.call('PEXPIRE', l, ARGV[6])
     end
+  elseif ARGV[7] == 'w' then
+    for i = 1, n do redis.call('SET', base[i] .. ':watch', '1', 'PX', ARGV[6]) end
   end
   local counter = ARGV[9] ~= '' and (redis.call('HGET', marker, 'fence') or '0') or '0'
   return '0 ' .. held_ms .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest .. (ahead and ' 1 ' or ' 0 ') .. counter
