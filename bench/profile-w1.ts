@@ -5,7 +5,7 @@
 // what fencelock's JavaScript adds is the difference). PAIRS=N sets the measured pairs (default 20,000).
 //
 //   npm run build
-//   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-w1.ts [--callers 64] [--floor | --protocol | --previous]
+//   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-w1.ts [--callers 64] [--nodes 3] [--floor | --protocol | --previous]
 //   node --import tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile
 //
 // Prints wall time and client CPU per pair, and the Redis CPU per pair (INFO cpu of the node).
@@ -25,12 +25,19 @@ const FLOOR = argv.includes('--floor');
 // --protocol: fencelock's own two scripts, sent straight with ioredis: what its JavaScript adds is the rest.
 const PROTOCOL = argv.includes('--protocol');
 const PAIRS = Number(process.env.PAIRS ?? 20_000);
+// --nodes N: fencelock over N local nodes (Redlock; the design table's shape is `--nodes 3 --callers 50`).
+const nodesAt = argv.indexOf('--nodes');
+const NODES = nodesAt >= 0 ? Number(argv[nodesAt + 1]) : 1;
+if (NODES > 1 && (FLOOR || PROTOCOL)) throw new Error('--nodes runs fencelock itself only');
 const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
-const node = await startRedisNode();
-const client = new Redis(node.url);
-const admin = new Redis(node.url);
-const locks: Manager = new LockManager([client], { ttl: 10_000 });
+const nodes = await Promise.all(Array.from({ length: NODES }, () => startRedisNode()));
+const node = nodes[0] as (typeof nodes)[number];
+const clients = nodes.map((n) => new Redis(n.url));
+const client = clients[0] as Redis;
+const admins = nodes.map((n) => new Redis(n.url));
+const admin = admins[0] as Redis;
+const locks: Manager = new LockManager(clients, { ttl: 10_000 });
 const releaseSha = String(await admin.script('LOAD', RELEASE));
 
 const { acquireLua, releaseLua } = (await import('../src/redis/scripts/lua.generated.js' as string)) as Record<string, string>;
@@ -82,9 +89,13 @@ async function run(prefix: string, pairs: number): Promise<void> {
 }
 
 const redisCpuUs = async (): Promise<number> => {
-  const info = await admin.info('cpu');
-  const field = (name: string): number => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
-  return (field('used_cpu_sys') + field('used_cpu_user')) * 1e6;
+  let sum = 0;
+  for (const a of admins) {
+    const info = await a.info('cpu');
+    const field = (name: string): number => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? 0);
+    sum += (field('used_cpu_sys') + field('used_cpu_user')) * 1e6;
+  }
+  return sum;
 };
 
 try {
@@ -98,12 +109,11 @@ try {
   const redisUs = ((await redisCpuUs()) - redisBefore) / PAIRS;
   const calls = /cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1];
   console.log(
-    `${FLOOR ? 'raw floor' : PROTOCOL ? 'fencelock scripts alone' : PREVIOUS ? 'fencelock (previous)' : 'fencelock'}, ${CALLERS} caller(s): wall ${wallUs.toFixed(1)} µs/pair (${(1e6 / wallUs).toFixed(0)} pairs/s), ` +
+    `${FLOOR ? 'raw floor' : PROTOCOL ? 'fencelock scripts alone' : PREVIOUS ? 'fencelock (previous)' : 'fencelock'}, ${CALLERS} caller(s), ${NODES} node(s): wall ${wallUs.toFixed(1)} µs/pair (${(1e6 / wallUs).toFixed(0)} pairs/s), ` +
       `client CPU ${((used.user + used.system) / PAIRS).toFixed(1)} µs/pair, Redis CPU ${redisUs.toFixed(1)} µs/pair, ${calls ?? 0} EVALSHA in all`,
   );
 } finally {
   await locks.close();
-  client.disconnect();
-  admin.disconnect();
-  await node.stop();
+  for (const c of [...clients, ...admins]) c.disconnect();
+  await Promise.all(nodes.map((n) => n.stop()));
 }
