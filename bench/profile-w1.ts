@@ -25,6 +25,7 @@ const FLOOR = argv.includes('--floor');
 // --protocol: fencelock's own two scripts, sent straight with ioredis: what its JavaScript adds is the rest.
 const PROTOCOL = argv.includes('--protocol');
 const PAIRS = Number(process.env.PAIRS ?? 20_000);
+const SAME_KEY = argv.includes('--same-key');
 // --nodes N: fencelock over N local nodes (Redlock; the design table's shape is `--nodes 3 --callers 50`).
 const nodesAt = argv.indexOf('--nodes');
 const NODES = nodesAt >= 0 ? Number(argv[nodesAt + 1]) : 1;
@@ -82,10 +83,14 @@ async function pair(key: string): Promise<void> {
 
 async function run(prefix: string, pairs: number): Promise<void> {
   let next = 0;
-  const caller = async (): Promise<void> => {
-    while (next < pairs) await pair(`${prefix}:${next++}`);
+  const caller = async (c: number): Promise<void> => {
+    // --same-key: each caller loops on a key of its own, as the design table's clients do; else fresh keys.
+    while (next < pairs) {
+      const i = next++;
+      await pair(SAME_KEY ? `${prefix}:c${c}` : `${prefix}:${i}`);
+    }
   };
-  await Promise.all(Array.from({ length: CALLERS }, caller));
+  await Promise.all(Array.from({ length: CALLERS }, (_, c) => caller(c)));
 }
 
 const redisCpuUs = async (): Promise<number> => {

@@ -48,7 +48,9 @@ export function runCells(specs: readonly CellSpec[], timeoutMs: number): Promise
     return { workload, library, mode, ...(clients === undefined ? {} : { clients }) };
   };
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', CELL, JSON.stringify(specs)], {
+    // BENCH_CELL_PROF=<dir>: each cell process writes a V8 CPU profile there (bench/profile-summary.ts reads it).
+    const prof = process.env.BENCH_CELL_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CELL_PROF}`] : [];
+    const child = spawn(process.execPath, [...prof, '--expose-gc', '--import', 'tsx', CELL, JSON.stringify(specs)], {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
       detached: true,
     });
