@@ -33,7 +33,6 @@ if (NODES > 1 && (FLOOR || PROTOCOL)) throw new Error('--nodes runs fencelock it
 const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
 const nodes = await Promise.all(Array.from({ length: NODES }, () => startRedisNode()));
-const node = nodes[0] as (typeof nodes)[number];
 const clients = nodes.map((n) => new Redis(n.url));
 const client = clients[0] as Redis;
 const admins = nodes.map((n) => new Redis(n.url));
