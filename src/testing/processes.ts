@@ -83,6 +83,8 @@ export const exited = (c: ChildProcess, ms: number): Promise<boolean> =>
 export class ServerProcess {
   #child: ChildProcess | undefined;
   #paused = false;
+  /** `<pid>:<port>` pairs seen listening (answeredOn) */
+  readonly #ownListeners = new Set<string>();
   /** why the last start could not run the binary at all (ENOENT, EACCES), if so */
   spawnError: Error | undefined;
 
@@ -173,7 +175,10 @@ export class ServerProcess {
   answeredOn(port: number): boolean {
     const pid = this.pid;
     if (pid === undefined) return false;
+    // Once seen listening, a server keeps its socket while it runs: /proc is read once per start and port.
+    if (this.#ownListeners.has(`${pid}:${port}`)) return true;
     const who = listenerOf(pid, port);
+    if (who === 'own') this.#ownListeners.add(`${pid}:${port}`);
     if (who === 'other')
       throw new Error(
         `${this.what} (pid ${pid}): another process listens on ${HOST}:${port} and answered in its place: the port was ` +
