@@ -65,6 +65,8 @@ const reporters = flags.some((f) => f.startsWith('--test-reporter'))
 spawnSync(process.execPath, ['scripts/embed-lua.mjs'], { stdio: 'inherit' });
 rmSync(DURATIONS_FILE, { force: true });
 const started = Date.now();
+// This run's name in the failures' file names (test-failures.mjs): its start time and pid.
+const runId = `${new Date(started).toISOString().replace(/[:.]/g, '-')}-${process.pid}`;
 const result = spawnSync(
   process.execPath,
   // --test-force-exit: a file whose tests have all ended exits then. Seen in full runs only: the etcd fault
@@ -82,19 +84,19 @@ const result = spawnSync(
     ...flags,
     ...files,
   ],
-  { stdio: 'inherit' },
+  { stdio: 'inherit', env: { ...process.env, FENCELOCK_TEST_RUN: runId } },
 );
 printDurations(Date.now() - started);
-printKeptFailures(started);
+printKeptFailures(runId);
 process.exit(result.status ?? 1);
 
-/** Where this run kept the whole output of each file that failed (older runs' files stay beside them). */
-function printKeptFailures(since) {
+/** Where this run kept the whole output of each file that failed (other runs' files stay beside them). */
+function printKeptFailures(run) {
   let kept = [];
   try {
     kept = readdirSync(FAILURES_DIR)
-      .map((name) => join(FAILURES_DIR, name))
-      .filter((file) => statSync(file).mtimeMs >= since);
+      .filter((name) => name.endsWith(`.${run}.log`))
+      .map((name) => join(FAILURES_DIR, name));
   } catch {
     return; // none failed, ever
   }

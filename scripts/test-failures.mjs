@@ -1,6 +1,6 @@
 // A recorder of scripts/test-reporter.mjs (run-tests.mjs's reporter): keeps the whole output of every test file that fails (each
 // test's result, its error with stack and cause, diagnostics, and what the file printed to stdout and stderr)
-// in .tmp/test-failures/<file>.<time>.log, so that a failure seen once, in a run beside others, is not lost
+// in .tmp/test-failures/<file>.<run>.log, so that a failure seen once, in a run beside others, is not lost
 // with the terminal. Written as each file finishes (--test-force-exit ends the runner before a reporter's
 // last words); a file that passes leaves nothing.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -43,7 +43,8 @@ export function keepFailures() {
       byFile.delete(file);
       if (details?.passed !== false) return;
       const relative = path.relative(process.cwd(), file);
-      const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+      // run-tests.mjs names its run, so that it lists only its own files (concurrent runs share the folder).
+      const stamp = process.env.FENCELOCK_TEST_RUN ?? new Date().toISOString().replace(/[:.]/g, '-');
       mkdirSync(FAILURES_DIR, { recursive: true });
       const out = path.join(FAILURES_DIR, `${relative.replace(/[\\/]/g, '__')}.${stamp}.log`);
       const header = `${relative} failed (${Math.round(details?.duration_ms ?? 0)} ms), finished ${new Date().toISOString()}`;
