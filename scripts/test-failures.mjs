@@ -32,29 +32,37 @@ function describe(event) {
 
 /** The recorder: called with every event of the run (scripts/test-reporter.mjs feeds it). */
 export function keepFailures() {
+  // Per file: its lines so far, and once it failed, where they go. A file's results can be reported after
+  // its own completion event (the runner reports in order, files finish in any order): a failed file's log
+  // is written again with every line that comes later.
   const byFile = new Map();
+  const passed = new Set();
   return (event) => {
     const file = event.data?.file;
-    if (!file) return;
+    if (!file || passed.has(file)) return;
+    const entry = byFile.get(file) ?? { lines: [], out: undefined, header: '' };
+    byFile.set(file, entry);
     const { name, nesting, details } = event.data;
     // the file itself: the runner reports each file's process as a test named by the file's path
-    if (event.type === 'test:complete' && nesting === 0 && name === file) {
-      const lines = byFile.get(file) ?? [];
+    const fileItself = nesting === 0 && name === file && (event.type === 'test:complete' || event.type === 'test:fail');
+    if (fileItself && details?.passed !== false && event.type === 'test:complete') {
       byFile.delete(file);
-      if (details?.passed !== false) return;
+      passed.add(file);
+      return;
+    }
+    if (fileItself && entry.out === undefined) {
       const relative = path.relative(process.cwd(), file);
       // run-tests.mjs names its run, so that it lists only its own files (concurrent runs share the folder).
       const stamp = process.env.FENCELOCK_TEST_RUN ?? new Date().toISOString().replace(/[:.]/g, '-');
       mkdirSync(FAILURES_DIR, { recursive: true });
-      const out = path.join(FAILURES_DIR, `${relative.replace(/[\\/]/g, '__')}.${stamp}.log`);
+      entry.out = path.join(FAILURES_DIR, `${relative.replace(/[\\/]/g, '__')}.${stamp}.log`);
       const header = `${relative} failed (${Math.round(details?.duration_ms ?? 0)} ms), finished ${new Date().toISOString()}`;
-      writeFileSync(out, `${header}\n${inspect(details?.error, { depth: 6 })}\n\n${lines.join('\n')}\n`);
-      return;
+      entry.header = `${header}\n${inspect(details?.error, { depth: 6 })}\n`;
+    } else if (!fileItself) {
+      const line = describe(event);
+      if (line === undefined) return;
+      entry.lines.push(line);
     }
-    const line = describe(event);
-    if (line === undefined) return;
-    const lines = byFile.get(file) ?? [];
-    lines.push(line);
-    byFile.set(file, lines);
+    if (entry.out !== undefined) writeFileSync(entry.out, `${entry.header}\n${entry.lines.join('\n')}\n`);
   };
 }
