@@ -2,11 +2,13 @@
 // Node 20's runner does not expand globs itself, hence this small launcher. The timeout is per file.
 // Extra arguments are passed through, e.g. `npm run test:only -- test/redis`.
 // At the end it prints each file's wall time, slowest first (scripts/test-durations.mjs; all of them in
-// .tmp/test-durations.json). FENCELOCK_TEST_CONCURRENCY sets how many files run at once (default below).
+// .tmp/test-durations.json), and where the whole output of each file that failed was kept
+// (scripts/test-failures.mjs: .tmp/test-failures/); scripts/test-reporter.mjs records both. FENCELOCK_TEST_CONCURRENCY sets how many files run at once.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DURATIONS_FILE } from './test-durations.mjs';
+import { FAILURES_DIR } from './test-failures.mjs';
 
 // Files run at once: three on this 2-core machine. The suite mostly waits on servers, timers and child
 // processes (a whole run is ~1,000 s of file time for ~500 s of CPU), so a third lane fills the cores' idle time.
@@ -51,18 +53,20 @@ if (found.length === 0) {
   process.exit(1);
 }
 const files = [...START_FIRST.filter((f) => found.includes(f)), ...found.filter((f) => !START_FIRST.includes(f))];
-// Node's own default: spec on a terminal, TAP otherwise; the durations after it.
+// Node's own default: spec on a terminal, TAP otherwise; the durations and the failures' outputs after it.
 const reporters = flags.some((f) => f.startsWith('--test-reporter'))
   ? []
   : [
       `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`,
       '--test-reporter-destination=stdout',
-      '--test-reporter=./scripts/test-durations.mjs',
+      '--test-reporter=./scripts/test-reporter.mjs',
       '--test-reporter-destination=stdout',
     ];
 spawnSync(process.execPath, ['scripts/embed-lua.mjs'], { stdio: 'inherit' });
 rmSync(DURATIONS_FILE, { force: true });
 const started = Date.now();
+// This run's name in the failures' file names (test-failures.mjs): its start time and pid.
+const runId = `${new Date(started).toISOString().replace(/[:.]/g, '-')}-${process.pid}`;
 const result = spawnSync(
   process.execPath,
   // --test-force-exit: a file whose tests have all ended exits then. Seen in full runs only: the etcd fault
@@ -80,10 +84,26 @@ const result = spawnSync(
     ...flags,
     ...files,
   ],
-  { stdio: 'inherit' },
+  { stdio: 'inherit', env: { ...process.env, FENCELOCK_TEST_RUN: runId } },
 );
 printDurations(Date.now() - started);
+printKeptFailures(runId);
 process.exit(result.status ?? 1);
+
+/** Where this run kept the whole output of each file that failed (other runs' files stay beside them). */
+function printKeptFailures(run) {
+  let kept = [];
+  try {
+    kept = readdirSync(FAILURES_DIR)
+      .filter((name) => name.endsWith(`.${run}.log`))
+      .map((name) => join(FAILURES_DIR, name));
+  } catch {
+    return; // none failed, ever
+  }
+  if (kept.length === 0) return;
+  console.log(`\nThe whole output of each failed file was kept in:`);
+  for (const file of kept.sort()) console.log(`  ${file}`);
+}
 
 /** Each file's wall time, slowest first, and the run's: where the suite's time goes. */
 function printDurations(wallMs) {

@@ -7,17 +7,24 @@ import path from 'node:path';
 
 export const DURATIONS_FILE = '.tmp/test-durations.json';
 
-export default async function* durations(source) {
+/** The recorder: called with every event of the run (scripts/test-reporter.mjs feeds it). */
+export function recordDurations() {
   const startedAt = new Date().toISOString();
   const files = {};
   mkdirSync(path.dirname(DURATIONS_FILE), { recursive: true });
-  for await (const event of source) {
-    if (event.type !== 'test:complete') continue;
+  return (event) => {
+    if (event.type !== 'test:complete') return;
     const { name, file, nesting, details } = event.data;
     // the file itself: the runner reports each file's process as a test named by the file's path
-    if (nesting !== 0 || !file || name !== file || typeof details?.duration_ms !== 'number') continue;
+    if (nesting !== 0 || !file || name !== file || typeof details?.duration_ms !== 'number') return;
     files[path.relative(process.cwd(), file)] = { ms: Math.round(details.duration_ms), passed: details.passed !== false };
     writeFileSync(DURATIONS_FILE, `${JSON.stringify({ startedAt, updatedAt: new Date().toISOString(), files }, null, 2)}\n`);
-  }
+  };
+}
+
+/** As a reporter of its own (`--test-reporter=./scripts/test-durations.mjs`). */
+export default async function* durations(source) {
+  const record = recordDurations();
+  for await (const event of source) record(event);
   yield '';
 }

@@ -3,7 +3,8 @@
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { findBinary, freePort, HOST, LocalServer, releasePort, sleep } from './processes.js';
+import { freePort, releasePort } from './ports.js';
+import { findBinary, HOST, LocalServer, sleep } from './processes.js';
 
 /** Options of `startEtcdCluster`. */
 export interface StartEtcdOptions {
@@ -121,6 +122,8 @@ export class LocalEtcdMember extends LocalServer {
     if (this.process.paused || !this.process.isRunning()) return undefined;
     const s = await gateway<MemberStatus>(this.clientUrl, '/v3/maintenance/status', timeoutMs);
     if (!s?.header?.member_id || !s.leader || s.leader === '0') return undefined;
+    // Only its own answer counts (a member of another cluster on the same port is an error, said so).
+    if (!this.process.answeredOn(this.clientPort)) return undefined;
     return { leader: s.leader === s.header.member_id };
   }
 

@@ -1,14 +1,20 @@
-// What every throw-away server of fencelock/testing shares: free loopback ports that parallel starts never
-// share (and never a developer's real server: 6379, 2379, 2380, 2181, 2888, 3888), the binary found on PATH or in an env var,
-// children signalled only through their own PIDs, and no child outliving this process however it ends.
+// What every throw-away server of fencelock/testing shares: the binary found on PATH or in an env var,
+// children signalled only through their own PIDs, a pause() that returns once the process has really stopped,
+// and no child outliving this process however it ends. Their ports come from ports.ts.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, closeSync, constants, openSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
+import { allThreadsStopped, listenerOf } from './linux-proc.js';
+import { HOST } from './ports.js';
 
-export const HOST = '127.0.0.1';
+export { HOST };
 /** how long a signalled child may take to exit before SIGKILL (and then before we give up) */
 export const KILL_WAIT_MS = 5_000;
+/** how long a SIGSTOPped child may take until every one of its threads has stopped */
+const STOP_WAIT_MS = 5_000;
+const napCell = new Int32Array(new SharedArrayBuffer(4));
+/** Sleeps `ms` without returning to the event loop (pause() stays synchronous, as it always was). */
+const nap = (ms: number): void => void Atomics.wait(napCell, 0, 0, ms);
 
 // Live children (and their dirs), so that however this process ends, no server outlives it.
 const live = new Map<ChildProcess, string>();
@@ -77,6 +83,8 @@ export const exited = (c: ChildProcess, ms: number): Promise<boolean> =>
 export class ServerProcess {
   #child: ChildProcess | undefined;
   #paused = false;
+  /** `<pid>:<port>` pairs seen listening (answeredOn) */
+  readonly #ownListeners = new Set<string>();
   /** why the last start could not run the binary at all (ENOENT, EACCES), if so */
   spawnError: Error | undefined;
 
@@ -136,16 +144,47 @@ export class ServerProcess {
     this.#paused = false;
   }
 
-  /** SIGSTOP: hung (connections stay open, nothing answers). */
+  /**
+   * SIGSTOP: hung (connections stay open, nothing answers). Returns once every thread has stopped (Linux; a
+   * few ms at most): kill() returns before that, and a JVM stopped that way was seen answering a request sent
+   * right after it (11 of 60 pauses beside two busy loops; test/testing/zookeeper-ensemble.test.ts checks it).
+   */
   pause(): void {
     this.#signal('SIGSTOP');
     this.#paused = true;
+    const pid = this.#child?.pid as number;
+    const deadline = Date.now() + STOP_WAIT_MS;
+    // Bounded by the deadline; each pass reads /proc/<pid>/task/*/stat, then sleeps 1 ms.
+    while (allThreadsStopped(pid) === false) {
+      if (Date.now() > deadline) throw new Error(`${this.what} (pid ${pid}) did not stop within ${STOP_WAIT_MS} ms of SIGSTOP`);
+      nap(1);
+    }
   }
 
   /** SIGCONT: a paused server answers again. */
   resume(): void {
     this.#signal('SIGCONT');
     this.#paused = false;
+  }
+
+  /**
+   * After an answer on loopback `port`: whether this process gave it. False when it is not running (killed
+   * meanwhile) or nobody listens there any more; true where /proc cannot tell (not Linux). Throws when another
+   * process listens on the port: the port was handed out twice, and what answered is not this server.
+   */
+  answeredOn(port: number): boolean {
+    const pid = this.pid;
+    if (pid === undefined) return false;
+    // Once seen listening, a server keeps its socket while it runs: /proc is read once per start and port.
+    if (this.#ownListeners.has(`${pid}:${port}`)) return true;
+    const who = listenerOf(pid, port);
+    if (who === 'own') this.#ownListeners.add(`${pid}:${port}`);
+    if (who === 'other')
+      throw new Error(
+        `${this.what} (pid ${pid}): another process listens on ${HOST}:${port} and answered in its place: the port was ` +
+          'taken twice (or a commandPrefix forks the server instead of exec-ing it)',
+      );
+    return who !== 'none';
   }
 
   #signal(signal: NodeJS.Signals): void {
@@ -216,54 +255,4 @@ export function findBinary(envVar: string, name: string): { file: string | undef
     }
   }
   return { file: undefined, fromEnv };
-}
-
-// Ports our own servers hold, so parallel starts never share one; the defaults of a developer's real Redis
-// (6379, its cluster bus 16379, Sentinel's 26379), etcd (2379 client, 2380 peer) and ZooKeeper (2181 client,
-// 2888 quorum, 3888 leader election) are never handed out.
-const RESERVED_PORTS: readonly number[] = [6379, 2379, 2380, 2181, 2888, 3888];
-const takenPorts = new Set<number>([...RESERVED_PORTS, 16379, 26379]);
-
-/** Whether `port` is one a real server of a developer's machine would use by default. */
-export const isReservedPort = (port: number): boolean => RESERVED_PORTS.includes(port);
-
-export function reservePort(port: number): void {
-  takenPorts.add(port);
-}
-
-export function releasePort(port: number): void {
-  if (!isReservedPort(port) && port !== 16379 && port !== 26379) takenPorts.delete(port);
-}
-
-/** Binds `port` (0: any) on loopback and gives it back: the port the OS chose, or undefined if it is in use. */
-function probePort(port: number): Promise<number | undefined> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.once('error', () => resolve(undefined));
-    srv.listen(port, HOST, () => {
-      const { port: bound } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(bound));
-    });
-  });
-}
-
-/**
- * A free loopback port, reserved at once. `companionOffset`: the port at that offset must be free too, and
- * is reserved with it (a Redis Cluster node's bus port, port + 10000, below 65536).
- */
-export async function freePort(companionOffset?: number): Promise<number> {
-  for (let i = 0; i < 50; i++) {
-    const port = await probePort(0);
-    if (port === undefined) throw new Error('could not bind any loopback port');
-    if (takenPorts.has(port)) continue;
-    if (companionOffset !== undefined) {
-      const companion = port + companionOffset;
-      if (companion > 65535 || takenPorts.has(companion) || (await probePort(companion)) === undefined) continue;
-      if (takenPorts.has(port)) continue; // taken by a parallel start while we probed the companion
-      takenPorts.add(companion);
-    }
-    takenPorts.add(port);
-    return port;
-  }
-  throw new Error(`could not find a free loopback port${companionOffset === undefined ? '' : ` with a free port at +${companionOffset}`}`);
 }

@@ -5,7 +5,8 @@ import { access, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { findBinary, freePort, HOST, isAlive, isReservedPort, LocalServer, releasePort, reservePort, sleep } from './processes.js';
+import { freePort, isReservedPort, releasePort, reservePort } from './ports.js';
+import { findBinary, HOST, isAlive, LocalServer, sleep } from './processes.js';
 
 /** Options of `startRedisNode(s)`: how each throw-away redis-server is started. */
 export interface StartRedisOptions {
@@ -162,19 +163,30 @@ export class LocalRedisNode extends LocalServer {
     const child = await this.process.start(cmd, rest, this.dir);
 
     const deadline = Date.now() + startTimeout;
+    let foreign: Error | undefined;
     while (Date.now() < deadline) {
       if (this.process.spawnError || !isAlive(child)) break;
       const reply = await ping(this.port, Math.min(1_000, Math.max(1, deadline - Date.now())));
-      // NOAUTH means it is up and answering, just password-protected via args.
-      if (reply === '+PONG' || reply.startsWith('-NOAUTH')) return;
+      // NOAUTH means it is up and answering, just password-protected via args. The answer must be its own:
+      // another process's server on the same port would answer PONG before ours fails to bind it.
+      if (reply === '+PONG' || reply.startsWith('-NOAUTH')) {
+        try {
+          if (this.process.answeredOn(this.port)) return;
+        } catch (error) {
+          foreign = error as Error;
+          break;
+        }
+      }
       await sleep(20);
     }
     const spawnError = this.process.spawnError;
-    const why = spawnError
-      ? `could not run ${cmd}: ${spawnError.message}`
-      : child.exitCode === null && child.signalCode === null
-        ? `no PONG within ${startTimeout} ms`
-        : `exited with ${child.signalCode ?? `code ${child.exitCode}`}`;
+    const why = foreign
+      ? foreign.message
+      : spawnError
+        ? `could not run ${cmd}: ${spawnError.message}`
+        : child.exitCode === null && child.signalCode === null
+          ? `no PONG within ${startTimeout} ms`
+          : `exited with ${child.signalCode ?? `code ${child.exitCode}`}`;
     await this.kill();
     throw new Error(`redis-server on port ${this.port} failed to start: ${why}\n${await logTail(this.dir)}`);
   }
@@ -218,8 +230,8 @@ export async function startRedisNode(opts: StartRedisOptions = {}): Promise<Loca
       return node;
     } catch (err) {
       await node.stop();
-      // Someone may grab the port between our probe and redis binding it: try another.
-      if (opts.port === undefined && attempt < 5 && /Address already in use/i.test(String(err))) continue;
+      // A server outside these helpers may bind the port between our probe and redis binding it: try another.
+      if (opts.port === undefined && attempt < 5 && /Address already in use|taken twice/i.test(String(err))) continue;
       throw err;
     }
   }

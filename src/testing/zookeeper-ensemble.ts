@@ -6,7 +6,8 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { findBinary, freePort, HOST, LocalServer, releasePort, sleep } from './processes.js';
+import { freePort, releasePort } from './ports.js';
+import { findBinary, HOST, LocalServer, sleep } from './processes.js';
 
 /** Options of `startZooKeeperEnsemble`. */
 export interface StartZooKeeperOptions {
@@ -224,7 +225,9 @@ export class LocalZooKeeperServer extends LocalServer {
    */
   async command(word: string, timeoutMs = 1_000): Promise<string | undefined> {
     if (!this.process.isRunning()) return undefined;
-    return fourLetterWord(this.clientPort, word, timeoutMs);
+    const answer = await fourLetterWord(this.clientPort, word, timeoutMs);
+    // Only its own answer counts (a server of another ensemble on the same port is an error, said so).
+    return answer !== undefined && this.process.answeredOn(this.clientPort) ? answer : undefined;
   }
 
   /**
