@@ -51,6 +51,11 @@ export function keysFor(prefix: string, resource: string): ResourceKeys {
   };
 }
 
+/** The lock key of `resource` alone (keysFor's `lock`), for a release, which needs no other key. */
+export function lockKey(prefix: string, resource: string): string {
+  return `${prefix}{${encodeResource(resource)}}:lock`;
+}
+
 /** The marker of one hash slot on a Cluster node: `<prefix>{<tag>}:node`, in that slot. */
 export function slotMarkerKey(prefix: string, slot: number): string {
   return `${prefix}{${slotTag(slot)}}:node`;

@@ -238,7 +238,13 @@ export class Redlock implements NodeSet {
     // Release wherever the key may have been written: winners, quarantined
     // nodes and nodes whose answer we never saw. Nodes that answered "held" wrote nothing.
     const touched = this.nodes.map((_, i) => i).filter((i) => replies[i]?.kind !== 'held');
-    await releaseOn(this, touched, keys, token, resources);
+    await releaseOn(
+      this,
+      touched,
+      keys.map((k) => k.lock),
+      token,
+      resources,
+    );
     if (count.counted.length >= this.quorum) return { kind: 'expired' };
     return shortOf(this, answers, count, failures);
   }
