@@ -34,7 +34,11 @@ function gate(limit: number, degraded = (): boolean => false): { admission: Admi
       started.push({
         resource: resources[0] as string,
         arrival: a,
-        finish: () => resolve({ grant: {} as WaitResult['grant'], attempts: 1, waited: 0 }),
+        // As wait.ts does: the call ends by saying its first attempt is done (again, if it said so before).
+        finish: () => {
+          a.firstAttemptDone?.();
+          resolve({ grant: {} as WaitResult['grant'], attempts: 1, waited: 0 });
+        },
       });
     });
   return { admission: new Admission(limit, nodeAcquire, degraded), started };
