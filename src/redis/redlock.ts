@@ -188,7 +188,7 @@ export class Redlock implements NodeSet {
   /**
    * One acquire round, read top to bottom: send the acquire script to every node (sendAcquire), judge the
    * replies (trust, restart quarantine: judge + countGrants), agree on the fence and write it back
-   * (agreeOnFence), then keep the lock or clean up and say why not (shortfall). On any failure it has
+   * (agreeOnFence), then keep the lock or clean up and say why not (judge.ts shortOf). On any failure it has
    * already released what it took.
    *
    * `leaderFirst` (used by waiters on their retries): ask one node first, and
