@@ -23,7 +23,7 @@ export function originOf(url: string, name: string): string {
   if (name === '(garbage collector)') return 'garbage collection';
   if (name === '(idle)') return 'idle';
   if (name === '(program)') return 'program (native, unattributed)';
-  if (/\/fencelock\/|\/work\/[^/]+\/(src|dist)\//.test(url) && !url.includes('node_modules')) return 'fencelock';
+  if (/\/fencelock\/|\/work\/(?:wt\/)?[^/]+\/(src|dist)\//.test(url) && !url.includes('node_modules')) return 'fencelock';
   if (url.includes('node_modules/ioredis') || url.includes('node_modules/redis-parser') || url.includes('node_modules/denque'))
     return 'ioredis';
   if (url.includes('node_modules/@redis') || url.includes('node_modules/redis/')) return 'node-redis';

@@ -36,20 +36,28 @@ export interface PrimitiveHost extends HoldHost {
 /**
  * Waits for a grant with `win` (given the call's signal: the caller's, or the manager closing) and holds it:
  * a Lock, auto-extended if asked, tracked by the manager, announced with 'acquired'. A grant won while the
- * manager closed is released at once.
+ * manager closed is released at once. Not an async function: the uncontended acquire passes here with one
+ * promise reaction, no suspended frame.
  */
-export async function holdGrant(host: HoldHost, o: ResolvedAcquire, win: (signal: AbortSignal) => Promise<WaitResult>): Promise<Lock> {
-  host.closing.throwIfAborted();
+export function holdGrant(host: HoldHost, o: ResolvedAcquire, win: (signal: AbortSignal) => Promise<WaitResult>): Promise<Lock> {
+  if (host.closing.aborted) return Promise.reject(host.closing.reason);
   const packages = host.packages.wait();
-  if (packages) await packages;
+  if (packages) return packages.then(() => holdGrant(host, o, win));
   const signal = o.signal ? AbortSignal.any([o.signal, host.closing]) : host.closing;
-  signal.throwIfAborted();
-  const { grant, attempts, waited } = await win(signal);
-  const lock = new Lock(host.lockHost, grant);
-  if (host.closing.aborted) {
-    await lock.release();
-    throw host.closing.reason;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  let won: Promise<WaitResult>;
+  try {
+    won = win(signal);
+  } catch (error) {
+    return Promise.reject(error);
   }
+  return won.then((result) => hold(host, o, result));
+}
+
+/** The grant won: the caller's lock from now on (or released at once, if the manager closed meanwhile). */
+function hold(host: HoldHost, o: ResolvedAcquire, { grant, attempts, waited }: WaitResult): Lock | Promise<never> {
+  const lock = new Lock(host.lockHost, grant);
+  if (host.closing.aborted) return lock.release().then(() => Promise.reject(host.closing.reason));
   if (o.autoExtend) lock.keepAlive(o.maxHold);
   host.track(lock);
   if (host.lockHost.observed('acquired'))
@@ -58,20 +66,20 @@ export async function holdGrant(host: HoldHost, o: ResolvedAcquire, win: (signal
 }
 
 /** One primitive's acquire call, held. */
-function hold(host: HoldHost, win: Win, o: ResolvedAcquire): Promise<Lock> {
+function holdPrimitive(host: HoldHost, win: Win, o: ResolvedAcquire): Promise<Lock> {
   return holdGrant(host, o, (signal) => win(o, signal, (info) => host.lockHost.emit('retry', info)));
 }
 
 /** acquire() of a primitive: rounds until one succeeds, waiting between them for a release notification or the backoff. */
 export function acquireHold(host: HoldHost, win: Win, opts: AcquireOptions | undefined): Promise<Lock> {
-  return hold(host, win, resolveAcquireOptions(opts, host.options));
+  return holdPrimitive(host, win, resolveAcquireOptions(opts, host.options));
 }
 
 /** tryAcquire() of a primitive: one round; null when held, QuorumError when nodes failed. */
 export async function tryHold(host: HoldHost, win: Win, opts: unknown): Promise<Lock | null> {
   const o = resolveTryAcquireOptions(opts, host.options);
   try {
-    return await hold(host, win, o);
+    return await holdPrimitive(host, win, o);
   } catch (error) {
     if (error instanceof LockError && error.code === 'ACQUIRE_TIMEOUT') return null;
     throw error;
@@ -87,5 +95,5 @@ export async function withHold<T>(
 ): Promise<T> {
   const o = resolveWithLockOptions(opts, host.options);
   if (typeof fn !== 'function') throw new InvalidArgumentError('a function to run while holding is required');
-  return runWhileHeld(await hold(host, win, o), fn);
+  return runWhileHeld(await holdPrimitive(host, win, o), fn);
 }

@@ -44,6 +44,9 @@ export interface LockHost {
 
 type State = 'held' | 'released' | 'lost';
 
+/** The abort reason of a released lock, before anyone asked for the error (no closure per release). */
+const RELEASED = Symbol('released');
+
 /**
  * A held lock. Its lease is only trusted through `remaining()`, computed on
  * the monotonic clock with drift already subtracted; when that runs out
@@ -74,8 +77,8 @@ export class Lock implements AsyncDisposable, Timed {
   readonly #host: LockHost;
   // Made on first use of `signal`: an AbortSignal costs ~700 bytes, most holders never look at it.
   #controller: AbortController | undefined;
-  /** why the lock stopped being held; a function until someone needs the error (building one costs a stack trace) */
-  #abortReason: LockError | (() => LockError) | undefined;
+  /** why the lock stopped being held; RELEASED until someone needs that error (building one costs a stack trace) */
+  #abortReason: LockError | typeof RELEASED | undefined;
   // One scheduler entry per watched lock, for whichever comes first: the next extension or the end of validity.
   #timer: Entry | undefined;
   /** the end of validity is watched (a wake-up armed): something sees a loss the moment it happens */
@@ -177,7 +180,7 @@ export class Lock implements AsyncDisposable, Timed {
     this.#state = 'released';
     this.#stopTimers();
     this.#unwatch?.();
-    if (wasHeld) this.#abort(() => new LockReleasedError(this.resources));
+    if (wasHeld) this.#abort(RELEASED);
     this.#releasing = this.#ops()
       .release(this.#grant)
       .then((result) => {
@@ -302,13 +305,13 @@ export class Lock implements AsyncDisposable, Timed {
     return error;
   }
 
-  #abort(reason: LockError | (() => LockError)): void {
+  #abort(reason: LockError | typeof RELEASED): void {
     this.#abortReason = reason;
     if (this.#controller) this.#controller.abort(this.#reason());
   }
 
   #reason(): LockError | undefined {
-    if (typeof this.#abortReason === 'function') this.#abortReason = this.#abortReason();
+    if (this.#abortReason === RELEASED) this.#abortReason = new LockReleasedError(this.resources);
     return this.#abortReason;
   }
 

@@ -118,14 +118,19 @@ export class Admission {
       this.#starting--;
       this.#pump();
     };
-    const work = this.nodeAcquire(resources, opts, signal, onRetry, {
-      started: arrival?.started ?? monotonicNow(),
-      ticket: arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : ''),
-      token: arrival?.token,
-      firstAttemptDone: done,
-    });
-    work.then(done, done);
-    return work;
+    // The wait (wait.ts) calls firstAttemptDone once its first attempt settled, and again as it ends (also on a
+    // failure before that): no promise reaction per caller here.
+    try {
+      return this.nodeAcquire(resources, opts, signal, onRetry, {
+        started: arrival?.started ?? monotonicNow(),
+        ticket: arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : ''),
+        token: arrival?.token,
+        firstAttemptDone: done,
+      });
+    } catch (error) {
+      done();
+      return Promise.reject(error);
+    }
   }
 
   #pump(): void {

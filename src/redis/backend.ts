@@ -142,6 +142,9 @@ export class RedisBackend implements Backend {
 
   async close(): Promise<void> {
     // Waiters that close() interrupted leave their queues first: their places would block others until they lapse.
+    // Each registers its leaving (Redlock.background) when the abort reaches it, some promise reactions after
+    // close() aborted: a turn of the event loop lets every one of them get there before settle() looks.
+    await new Promise((resolve) => setImmediate(resolve));
     await this.#redlock.settle();
     await this.#redlock.repairs.close();
     this.#notifications.clear();

@@ -34,8 +34,8 @@ export function slotGroups(redlock: Redlock, resources: readonly string[]): Read
   return [...groups.values()];
 }
 
-/** One acquire round for `resources`, across slots when it must be. */
-export async function acquireRound(
+/** One acquire round for `resources`, across slots when it must be (one resource, or no Cluster node: one round). */
+export function acquireRound(
   redlock: Redlock,
   resources: readonly string[],
   token: string,
@@ -43,8 +43,22 @@ export async function acquireRound(
   queue: QueueOptions,
   leaderFirst: boolean,
 ): Promise<Attempt> {
+  if (resources.length < 2 || !redlock.anyCluster) return redlock.acquireOnce(resources, token, ttl, queue, leaderFirst);
   const groups = slotGroups(redlock, resources);
   if (groups.length === 1) return redlock.acquireOnce(resources, token, ttl, queue, leaderFirst);
+  return acquireGroups(redlock, groups, resources, token, ttl, queue, leaderFirst);
+}
+
+/** The round of a lock whose resources fall into several Cluster slots: group by group, all or nothing, one fence. */
+async function acquireGroups(
+  redlock: Redlock,
+  groups: ReadonlyArray<readonly string[]>,
+  resources: readonly string[],
+  token: string,
+  ttl: number,
+  queue: QueueOptions,
+  leaderFirst: boolean,
+): Promise<Attempt> {
   const parts: Grant[] = [];
   const giveUp = async (attempt: Attempt): Promise<Attempt> => {
     await Promise.all(parts.map((p) => redlock.release(p)));

@@ -1,7 +1,9 @@
 /**
  * Key layout. Everything fencelock stores for one resource lives under one
- * Redis Cluster hash tag, `{<resource>}`, so the lock key, its fence counter
- * and its release channel land in one slot and one script can touch them all.
+ * Redis Cluster hash tag, `{<resource>}`, so the lock key, its queue and its
+ * release channel land in one slot and one script can touch them all. The fence
+ * counter is not per resource: it is one per node (per slot on a Cluster node), in
+ * the node's marker below, whose key ends in `:epoch` but holds trust, ttl and fence too.
  *
  *   <prefix>{<resource>}:lock      owner token, with the lease as its TTL
  *   <prefix>{<resource>}:released  pub/sub channel a release publishes on
@@ -51,6 +53,11 @@ export function keysFor(prefix: string, resource: string): ResourceKeys {
     queue: `${base}:queue`,
     leases: `${base}:leases`,
   };
+}
+
+/** The lock key of `resource` alone (keysFor's `lock`), for a release, which needs no other key. */
+export function lockKey(prefix: string, resource: string): string {
+  return `${prefix}{${encodeResource(resource)}}:lock`;
 }
 
 /** The marker of one hash slot on a Cluster node: `<prefix>{<tag>}:node`, in that slot. */

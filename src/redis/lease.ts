@@ -6,7 +6,7 @@ import { NodeError, type NodeFailure } from '../errors.js';
 import { driftOf } from '../options.js';
 import type { RedisNode } from './adapters/index.js';
 import type { NodeExtendReply } from './extend-batch.js';
-import type { ResourceKeys } from './keys.js';
+import { lockKey } from './keys.js';
 import type { Grant, NodeSet } from './types.js';
 import { arrayReply } from './replies.js';
 import { scripts } from './scripts/index.js';
@@ -120,36 +120,48 @@ export interface Successor {
 }
 
 /** Compare-and-delete on every node, handing each node's key to its next waiter (release.lua); never throws. */
-export async function releaseGrant(redlock: NodeSet, grant: Grant, successor?: Successor): Promise<{ released: number; nodes: number }> {
-  const all = redlock.nodes.map((_, i) => i);
-  const released = await releaseOn(redlock, all, redlock.keys(grant.resources), grant.token, grant.resources, successor);
-  return { released, nodes: redlock.nodes.length };
+export function releaseGrant(redlock: NodeSet, grant: Grant, successor?: Successor): Promise<{ released: number; nodes: number }> {
+  const prefix = redlock.options.keyPrefix;
+  const lockKeys = grant.resources.map((r) => lockKey(prefix, r));
+  const nodes = redlock.nodes.length;
+  return releaseOn(redlock, undefined, lockKeys, grant.token, grant.resources, successor).then((released) => ({ released, nodes }));
 }
 
-export async function releaseOn(
+/**
+ * Compare-and-delete of `lockKeys` on the nodes `indexes` (every node when undefined); resolves with how many
+ * deleted (or handed over) at least one key. Node errors are reported, never thrown. No closure per node: a
+ * release is half of every acquire+release.
+ */
+export function releaseOn(
   redlock: NodeSet,
-  indexes: number[],
-  keys: ResourceKeys[],
+  indexes: readonly number[] | undefined,
+  lockKeys: readonly string[],
   token: string,
   resources: readonly string[],
   successor?: Successor,
 ): Promise<number> {
-  const lockKeys = keys.map((k) => k.lock);
   const args = successor ? [token, successor.token, successor.ticket, String(successor.reserveMs)] : [token];
-  const deleted = await Promise.all(
-    indexes.map((i) => {
-      const node = redlock.nodes[i] as RedisNode;
-      return node.run(scripts.release, lockKeys, args, redlock.options.nodeTimeout).then(
-        (n) => Number(n) > 0,
-        (error: Error) => {
-          redlock.reportNodeError(node, error, 'release', resources);
-          return false;
-        },
-      );
-    }),
-  );
-  return deleted.filter(Boolean).length;
+  const timeout = redlock.options.nodeTimeout;
+  const count = indexes?.length ?? redlock.nodes.length;
+  const asked: Array<Promise<boolean | Error>> = [];
+  for (let k = 0; k < count; k++) {
+    const node = redlock.nodes[indexes ? (indexes[k] as number) : k] as RedisNode;
+    asked.push(node.run(scripts.release, lockKeys, args, timeout).then(deletedAny, asError));
+  }
+  return Promise.all(asked).then((outcomes) => {
+    let released = 0;
+    for (let k = 0; k < count; k++) {
+      const outcome = outcomes[k];
+      if (outcome === true) released++;
+      else if (outcome instanceof Error)
+        redlock.reportNodeError(redlock.nodes[indexes ? (indexes[k] as number) : k] as RedisNode, outcome, 'release', resources);
+    }
+    return released;
+  });
 }
+
+const deletedAny = (reply: unknown): boolean => Number(reply) > 0;
+const asError = (error: Error): Error => error;
 
 /**
  * Leave the queues on the given nodes (waking the next waiter where the lock is free): a waiter that gives

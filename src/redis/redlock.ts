@@ -188,7 +188,7 @@ export class Redlock implements NodeSet {
   /**
    * One acquire round, read top to bottom: send the acquire script to every node (sendAcquire), judge the
    * replies (trust, restart quarantine: judge + countGrants), agree on the fence and write it back
-   * (agreeOnFence), then keep the lock or clean up and say why not (shortfall). On any failure it has
+   * (agreeOnFence), then keep the lock or clean up and say why not (judge.ts shortOf). On any failure it has
    * already released what it took.
    *
    * `leaderFirst` (used by waiters on their retries): ask one node first, and
@@ -238,7 +238,13 @@ export class Redlock implements NodeSet {
     // Release wherever the key may have been written: winners, quarantined
     // nodes and nodes whose answer we never saw. Nodes that answered "held" wrote nothing.
     const touched = this.nodes.map((_, i) => i).filter((i) => replies[i]?.kind !== 'held');
-    await releaseOn(this, touched, keys, token, resources);
+    await releaseOn(
+      this,
+      touched,
+      keys.map((k) => k.lock),
+      token,
+      resources,
+    );
     if (count.counted.length >= this.quorum) return { kind: 'expired' };
     return shortOf(this, answers, count, failures);
   }

@@ -37,7 +37,10 @@ export interface Arrival {
    * offered it the lock under this token (local-queue.ts successor, release.lua).
    */
   token?: string;
-  /** called once the first attempt has settled: the caller's admission slot (admission.ts) goes to the next */
+  /**
+   * called once the first attempt has settled: the caller's admission slot (admission.ts) goes to the next; called
+   * again when the call ends (also when it failed before its first attempt settled), so it must be idempotent
+   */
   readonly firstAttemptDone?: () => void;
 }
 
@@ -82,7 +85,7 @@ class MutexWait {
   readonly #waits: boolean;
   readonly #queue: QueueOptions;
   /** the attempt still on its way (we leave the queues only after it, since it may still add us) */
-  #inFlight: Promise<unknown> = Promise.resolve();
+  #inFlight: Promise<unknown> | undefined;
   #attempts = 0;
   #wakeup: Wakeup | undefined;
   #watch: Watch | undefined;
@@ -123,7 +126,8 @@ class MutexWait {
     // no release between the attempt and the wait can slip by, and no extra attempt is needed.
     if (this.#waits && this.notifications.watching && this.notifications.isReady(this.#channelNames())) this.#listen();
     try {
-      let last = await this.#tryOnce(false);
+      let last = await this.#round(false);
+      if (this.#nodesFailed(last)) last = await this.#round(false);
       this.#firstAttemptDone?.();
       if (last.kind === 'acquired') return this.#result(last.grant);
       this.#stopUnlessWaiting(last);
@@ -144,25 +148,27 @@ class MutexWait {
     } catch (error) {
       // Leave the queues once our last attempt has settled (it may still add us, or a release may have
       // handed us the lock meanwhile: dequeue.lua passes it on), so the next waiter need not wait out our lease.
-      if (this.#queue.ticket !== '')
-        this.redlock.background(this.#inFlight.then(() => dequeueAll(this.redlock, this.resources, this.#token)));
+      if (this.#queue.ticket !== '') {
+        const leave = (): Promise<void> => dequeueAll(this.redlock, this.resources, this.#token);
+        this.redlock.background(this.#inFlight ? this.#inFlight.then(leave, leave) : leave());
+      }
       throw error;
     } finally {
+      // Also when the first attempt threw: the caller's admission slot goes to the next caller (idempotent).
+      this.#firstAttemptDone?.();
       this.#watch?.stop();
       if (this.#handoff && this.#wakeup) this.redlock.localWaiters.remove(this.#handoff, this.#wakeup);
     }
   }
 
   /**
-   * Step 1, and every later attempt: one acquire round (cheap path, or a place in line when busy). A round
-   * that failed only on node errors is tried once more at once (acquire, not tryAcquire): a single stall of
-   * this process longer than nodeTimeout must not fail a call with seconds of timeout left. A second such
+   * Step 1 (and every later attempt) is one acquire round (#round: cheap path, or a place in line when busy).
+   * A round that failed only on node errors is tried once more at once (acquire, not tryAcquire): a single stall
+   * of this process longer than nodeTimeout must not fail a call with seconds of timeout left. A second such
    * round in a row means nodes are down, and acquire says so with QuorumError.
    */
-  async #tryOnce(leaderFirst: boolean): Promise<Attempt> {
-    const attempt = await this.#round(leaderFirst);
-    if (attempt.kind !== 'no-quorum' || !this.#waits || monotonicNow() >= this.#deadline) return attempt;
-    return this.#round(false);
+  #nodesFailed(attempt: Attempt): boolean {
+    return attempt.kind === 'no-quorum' && this.#waits && monotonicNow() < this.#deadline;
   }
 
   /** Step 2: listen for the releases that name us (or anyone). */
@@ -188,7 +194,8 @@ class MutexWait {
     const wakeup = this.#wakeup as Wakeup;
     wakeup.reset();
     const shortcut = wakeup.takeShortcut();
-    const attempt = await this.#tryOnce(!this.opts.fair && reason === 'notified');
+    let attempt = await this.#round(!this.opts.fair && reason === 'notified');
+    if (this.#nodesFailed(attempt)) attempt = await this.#round(false);
     if (shortcut && this.#handoff) this.redlock.localWaiters.outcome(this.#handoff, attempt.kind === 'acquired');
     return attempt;
   }
@@ -198,7 +205,8 @@ class MutexWait {
   #round(leaderFirst: boolean): Promise<Attempt> {
     this.#attempts++;
     const work = acquireRound(this.redlock, this.resources, this.#token, this.opts.ttl, this.#queue, leaderFirst);
-    this.#inFlight = work.catch(() => undefined);
+    // Kept as is (no catch handler per round): it is always handled, by guard or by the await of the caller.
+    this.#inFlight = work;
     return guard(this.redlock, work, this.signal);
   }
 

@@ -175,6 +175,24 @@ withNodeSets('events and close', NODE_COUNTS, (env, nodeCount) => {
       await after.release();
     });
 
+    test(`${kind}: close() during a waiter's first attempt: the waiter has left the nodes' queue when close() resolves`, async () => {
+      const { admin } = env();
+      const locks = await readyManager(env(), kind, OPTIONS);
+      const holderManager = await readyManager(env(), kind, OPTIONS);
+      const contested = uniqueResource('close-first-attempt');
+      const holder = await holderManager.acquire(contested, { ttl: 10_000 });
+      // Its first attempt finds the lock held and takes a place in each node's queue; close() comes before the reply.
+      const pending = assert.rejects(locks.acquire(contested, { timeout: 30_000 }), ManagerClosedError);
+      await within(locks.close(), 3000, 'close()');
+      await pending;
+      assert.deepEqual(
+        await queued(admin, contested),
+        admin.map(() => []),
+        "the interrupted waiter's place must not hold up the holder's next waiter until it lapses",
+      );
+      await holder.release();
+    });
+
     test(`${kind}: close() during withLock releases the lock; fn's signal aborts`, async () => {
       const { admin } = env();
       const locks = await readyManager(env(), kind, OPTIONS);

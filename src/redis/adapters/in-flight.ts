@@ -37,17 +37,18 @@ export class InFlight {
   }
 
   /**
-   * Calls `start` at once when a slot is free, else when one frees up. `stalled` is called (once) if the
-   * node is or turns unresponsive while the request waits. The returned function withdraws a request that
-   * has not started (it gave up). Each `start` must be matched by one `leave()`.
+   * Starts `request` at once when a slot is free (`request.start()`), else when one frees up. `request.stalled()`
+   * is called (once) if the node is or turns unresponsive while it waits. The returned function withdraws a
+   * request that has not started (it gave up). Each start must be matched by one `leave()`. The request is an
+   * object rather than two closures: every request of a node passes through here.
    */
-  enter(start: () => void, stalled: () => void): () => void {
+  enter(request: Slotted): () => void {
     if (this.#active < this.#slots()) {
       this.#active++;
-      start();
+      request.start();
       return noop;
     }
-    const pending: Pending = { start, stalled, withdrawn: false, told: false };
+    const pending: Pending = { request, withdrawn: false, told: false };
     this.#backlog.push(pending);
     if (this.#unresponsive) tell(pending);
     return () => void (pending.withdrawn = true);
@@ -82,14 +83,21 @@ export class InFlight {
       const next = this.#backlog.shift();
       if (!next) return;
       this.#active++;
-      next.start();
+      next.request.start();
     }
   }
 }
 
+/** A request waiting for a slot of the node's connection. */
+export interface Slotted {
+  /** it has a slot: send it now */
+  start(): void;
+  /** the node is unresponsive while it waits: its wait counts against its timeout from now on */
+  stalled(): void;
+}
+
 interface Pending {
-  readonly start: () => void;
-  readonly stalled: () => void;
+  readonly request: Slotted;
   withdrawn: boolean;
   told: boolean;
 }
@@ -97,7 +105,7 @@ interface Pending {
 function tell(p: Pending): void {
   if (p.told) return;
   p.told = true;
-  p.stalled();
+  p.request.stalled();
 }
 
 const noop = (): void => undefined;

@@ -1,6 +1,6 @@
 import { NodeError, NodeTimeoutError } from '../../errors.js';
 import { Deadlines, type Deadline } from './deadlines.js';
-import { InFlight } from './in-flight.js';
+import { InFlight, type Slotted } from './in-flight.js';
 import type { ClientDriver, RedisNode, Script } from './types.js';
 
 /**
@@ -14,21 +14,29 @@ export class DriverNode implements RedisNode {
   readonly isCluster: boolean;
   readonly canWaitForReplicas: boolean;
   onConnectionError?: (error: Error) => void;
-  private lastError: Error | undefined;
-  private everReady = false;
+  /** @internal the last connection error (cleared by an answer) */
+  lastError: Error | undefined;
+  /** @internal the connection has been ready at least once */
+  everReady = false;
   /** requests waiting for the connection: one 'ready' listener on the client for all of them */
   private readonly readyWaiters = new Set<() => void>();
   private stopReadyListener: (() => void) | undefined;
   /** one timer for every request in flight (see deadlines.ts) */
-  private readonly deadlines = new Deadlines();
+  /** @internal */
+  readonly deadlines = new Deadlines();
   /** requests on the main connection's wire, capped; the rest wait in the process (in-flight.ts) */
   readonly inFlight = new InFlight(MAX_IN_FLIGHT);
   /** performance.now() of the last answer on the main connection: a busy node keeps answering, a hung one does not */
-  private lastHeard = -Infinity;
+  /** @internal */
+  lastHeard = -Infinity;
   /** performance.now() of the last answer to a request still waited for (see bounded) */
-  private lastProgress = -Infinity;
+  /** @internal */
+  lastProgress = -Infinity;
 
-  constructor(private readonly driver: ClientDriver) {
+  /** scripts sent to this node at least once (EVAL the first time, EVALSHA after: see run) */
+  private readonly scriptsSent = new Set<Script>();
+
+  constructor(/** @internal */ readonly driver: ClientDriver) {
     this.name = driver.name;
     this.isCluster = driver.isCluster;
     this.canWaitForReplicas = !driver.isCluster || driver.sendRouted !== undefined;
@@ -47,17 +55,16 @@ export class DriverNode implements RedisNode {
 
   run(script: Script, keys: readonly string[], args: readonly string[], requested: number, firstConnectMs = requested): Promise<unknown> {
     const timeoutMs = this.allowFor(requested, firstConnectMs);
-    const command: string[] = ['EVALSHA', script.sha, String(keys.length)];
+    // The first time this node is sent a script, its body goes with it (EVAL): a new process then pays no
+    // NOSCRIPT reply and second round trip. Requests sent behind it on the connection find it cached.
+    const first = !this.scriptsSent.has(script);
+    if (first) this.scriptsSent.add(script);
+    const command: string[] = first ? ['EVAL', script.source, String(keys.length)] : ['EVALSHA', script.sha, String(keys.length)];
     for (const key of keys) command.push(key);
     for (const arg of args) command.push(arg);
-    // The node restarted or its script cache was flushed: EVAL sends the body and caches it again.
-    const retry = (error: NodeError): Promise<unknown> | undefined => {
-      if (!error.message.includes('NOSCRIPT')) return undefined;
-      command[0] = 'EVAL';
-      command[1] = script.source;
-      return this.driver.send(command);
-    };
-    return this.bounded(() => this.driver.send(command), performance.now() + timeoutMs, timeoutMs, script.label, retry, true);
+    const request = new Request<unknown>(this, command, undefined, performance.now() + timeoutMs, timeoutMs, script.label, true);
+    request.script = script;
+    return request.begin();
   }
 
   waitForReplicas(routingKey: string, replicas: number, waitMs: number, requested: number): Promise<number> {
@@ -69,7 +76,7 @@ export class DriverNode implements RedisNode {
         return Promise.reject(new NodeError(this.name, 'WAIT cannot be routed to a key’s master with this Cluster client'));
       return this.driver.sendRouted(routingKey, args);
     };
-    return this.bounded(send, performance.now() + timeoutMs, timeoutMs, 'WAIT', undefined, true).then(Number);
+    return this.bounded(send, performance.now() + timeoutMs, timeoutMs, 'WAIT', true).then(Number);
   }
 
   subscribe(channel: string, onMessage: (message: string) => void, requested: number): Promise<void> {
@@ -95,122 +102,16 @@ export class DriverNode implements RedisNode {
     return Math.max(requested, firstConnectMs);
   }
 
-  /**
-   * Waits for a ready connection and then for the answer, both within one deadline. `retry`, given the
-   * error of the first send, may send once more within the same deadline (NOSCRIPT: EVAL instead).
-   *
-   * `gated` (requests on the main connection): on a ready connection the request first waits for one of the
-   * node's MAX_IN_FLIGHT slots (in-flight.ts), and its timeout counts from when it is handed to the client, so
-   * it measures the node and not this process's backlog. When it passes, a request behind others that the
-   * node keeps answering in time waits on (the node is busy, not hung), up to LIVE_NODE_PATIENCE timeouts; a
-   * slow node (whose answers come after we gave up on them) is not busy in that sense. On a Cluster client other
-   * shards' answers prove nothing, so the plain deadline applies. A node that answered nothing at all while a
-   * request of ours was out for a whole timeout is unresponsive: in-flight.ts then sends one probe at a time.
-   */
-  private bounded<T>(
-    send: () => Promise<T>,
-    deadline: number,
-    timeoutMs: number,
-    what: string,
-    retry?: (error: NodeError) => Promise<T> | undefined,
-    gated = false,
-  ): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      let done = false;
-      let stopWaiting: (() => void) | undefined;
-      let timer: Deadline | undefined;
-      /** performance.now() when handed to the client through the gate (undefined: not gated, or not yet) */
-      let sentAt: number | undefined;
-      const finish = (): boolean => {
-        if (done) return false;
-        done = true;
-        if (timer) this.deadlines.done(timer);
-        stopWaiting?.();
-        if (sentAt !== undefined) this.inFlight.leave();
-        return true;
-      };
-      const heard = (): void => {
-        if (!gated) return; // another connection (the subscriber's) says nothing of this one
-        this.lastHeard = performance.now();
-        this.inFlight.answered();
-      };
-      const answered = (value: T): void => {
-        heard();
-        if (!finish()) return;
-        // Progress: an answer to a request we still waited for (a late answer to one we gave up on is not).
-        if (sentAt !== undefined) this.lastProgress = performance.now();
-        this.lastError = undefined; // it answered: whatever went wrong before is over
-        resolve(value);
-      };
-      const failed = (error: unknown): void => {
-        if (isReplyError(error)) heard();
-        if (done) return;
-        const wrapped = this.wrap(error, what);
-        const again = retry?.(wrapped);
-        retry = undefined;
-        if (again) again.then(answered, failed);
-        else if (finish()) reject(wrapped);
-      };
-      const go = (): void => void send().then(answered, failed);
-      // Node runs due timers before it reads the sockets: after a stall of this process (a burst of
-      // requests sent in one go, a long synchronous task) the answer may already be waiting unread.
-      // setImmediate runs after the sockets are read, so such an answer still wins.
-      const expire = (): void => {
-        setImmediate(() => {
-          if (done) return;
-          // Busy, not hung: since this request was sent, the node answered requests that were ahead of it
-          // (answers come in order) and that we still waited for. Its timeout counts again from that answer.
-          const now = performance.now();
-          if (sentAt !== undefined && !this.isCluster && this.lastProgress > sentAt && now - sentAt < LIVE_NODE_PATIENCE * timeoutMs) {
-            timer = this.deadlines.add(this.lastProgress + timeoutMs, expire);
-            return;
-          }
-          // Unresponsive first: the slot this request frees must not send the next one into a hung node.
-          if (sentAt !== undefined && this.lastHeard <= sentAt) this.inFlight.unresponsive();
-          if (finish()) reject(this.timeoutError(timeoutMs, what));
-        });
-      };
-      const state = this.driver.state();
-      if (state === 'ready' && gated) {
-        const withdraw = this.inFlight.enter(
-          () => {
-            if (timer) this.deadlines.done(timer);
-            sentAt = performance.now();
-            timer = this.deadlines.add(sentAt + timeoutMs, expire);
-            go();
-          },
-          // The node stopped answering while this request waited for a slot: from now on the wait is the node's doing.
-          () => {
-            timer = this.deadlines.add(performance.now() + timeoutMs, () => {
-              withdraw();
-              if (finish()) reject(this.timeoutError(timeoutMs, what));
-            });
-          },
-        );
-        return;
-      }
-      timer = this.deadlines.add(deadline, expire);
-      if (state === 'ready') go();
-      else if (state === 'closed') {
-        if (finish()) reject(new NodeError(this.name, `connection is closed (${what})`));
-      } else if (this.everReady && this.lastError) {
-        // It was up and is now reconnecting after an error (refused, reset): say so at once rather than
-        // make every call of every lock wait nodeTimeout for a node that is known to be down.
-        const message = `not connected, reconnecting after: ${this.lastError.message} (${what})`;
-        const cause = this.lastError;
-        if (finish()) reject(new NodeError(this.name, message, { cause }));
-      } else
-        stopWaiting = this.whenReady(() => {
-          if (!done) go();
-        });
-    });
+  /** A request (see Request) for `send`: WAIT, subscribe. */
+  private bounded<T>(send: () => Promise<T>, deadline: number, timeoutMs: number, what: string, gated = false): Promise<T> {
+    return new Request<T>(this, undefined, send, deadline, timeoutMs, what, gated).begin();
   }
 
   /**
    * Calls `callback` once the connection is ready. Many requests may wait at once (a burst at startup):
    * they share one listener on the client, so the client never warns of a listener leak.
    */
-  private whenReady(callback: () => void): () => void {
+  whenReady(callback: () => void): () => void {
     if (this.readyWaiters.size === 0) {
       this.stopReadyListener = this.driver.whenReady(() => {
         this.everReady = true;
@@ -230,7 +131,8 @@ export class DriverNode implements RedisNode {
     };
   }
 
-  private timeoutError(timeoutMs: number, what: string): NodeError {
+  /** @internal */
+  timeoutError(timeoutMs: number, what: string): NodeError {
     if (this.driver.state() !== 'ready' && this.lastError) {
       const message = `not connected within ${timeoutMs} ms, last error: ${this.lastError.message} (${what})`;
       return new NodeError(this.name, message, { cause: this.lastError });
@@ -238,10 +140,194 @@ export class DriverNode implements RedisNode {
     return new NodeTimeoutError(this.name, timeoutMs);
   }
 
-  private wrap(error: unknown, what: string): NodeError {
+  /** @internal */
+  wrap(error: unknown, what: string): NodeError {
     if (error instanceof NodeError) return error;
     const e = error instanceof Error ? error : new Error(String(error));
     return new NodeError(this.name, `${e.message} (${what})`, { cause: e });
+  }
+}
+
+/**
+ * One request to a node: it waits for a ready connection and then for the answer, both within one deadline.
+ * A script request the node answers NOSCRIPT (restarted, script cache flushed) is sent once more as EVAL,
+ * within the same deadline.
+ *
+ * `gated` (requests on the main connection): on a ready connection the request first waits for one of the
+ * node's MAX_IN_FLIGHT slots (in-flight.ts), and its timeout counts from when it is handed to the client, so
+ * it measures the node and not this process's backlog. When it passes, a request behind others that the
+ * node keeps answering in time waits on (the node is busy, not hung), up to LIVE_NODE_PATIENCE timeouts; a
+ * slow node (whose answers come after we gave up on them) is not busy in that sense. On a Cluster client other
+ * shards' answers prove nothing, so the plain deadline applies. A node that answered nothing at all while a
+ * request of ours was out for a whole timeout is unresponsive: in-flight.ts then sends one probe at a time.
+ */
+class Request<T> implements Deadline, Slotted {
+  /** when the pending timer fires (Deadline); a request is tracked by at most one timer at a time */
+  at: number;
+  /** set by DriverNode.run: the script of an EVALSHA, sent as EVAL when the node answers NOSCRIPT */
+  script: Script | undefined;
+  #resolve!: (value: T) => void;
+  #reject!: (error: unknown) => void;
+  #done = false;
+  /** the NOSCRIPT retry was sent */
+  #retried = false;
+  #stopWaiting: (() => void) | undefined;
+  /** performance.now() when handed to the client through the gate (undefined: not gated, or not yet) */
+  #sentAt: number | undefined;
+  /** waiting for a slot of the node's connection (in-flight.ts) */
+  #waitingForSlot = false;
+  /** a timer (Deadlines) tracks it now */
+  #timed = false;
+
+  constructor(
+    private readonly node: DriverNode,
+    /** the command (run); else `send` makes the request (WAIT, subscribe) */
+    private readonly command: string[] | undefined,
+    private readonly send: (() => Promise<T>) | undefined,
+    deadline: number,
+    private readonly timeoutMs: number,
+    private readonly what: string,
+    /** on the main connection, through its slots (in-flight.ts) */
+    private readonly gated: boolean,
+  ) {
+    this.at = deadline;
+  }
+
+  begin(): Promise<T> {
+    const promise = new Promise<T>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    const node = this.node;
+    const state = node.driver.state();
+    if (state === 'ready' && this.gated) {
+      this.#waitingForSlot = true;
+      node.inFlight.enter(this);
+      return promise;
+    }
+    this.#track(this.at);
+    if (state === 'ready') this.#go();
+    else if (state === 'closed') this.#fail(new NodeError(node.name, `connection is closed (${this.what})`));
+    else if (node.everReady && node.lastError) {
+      // It was up and is now reconnecting after an error (refused, reset): say so at once rather than
+      // make every call of every lock wait nodeTimeout for a node that is known to be down.
+      const cause = node.lastError;
+      this.#fail(new NodeError(node.name, `not connected, reconnecting after: ${cause.message} (${this.what})`, { cause }));
+    } else
+      this.#stopWaiting = node.whenReady(() => {
+        if (!this.#done) this.#go();
+      });
+    return promise;
+  }
+
+  /** Slotted: a slot of the node's connection is ours; the timeout counts from now. */
+  start(): void {
+    this.#waitingForSlot = false;
+    // It gave up while it waited (its stalled timer ran out): the slot goes to the next one at once.
+    if (this.#done) return this.node.inFlight.leave();
+    this.#untrack();
+    this.#sentAt = performance.now();
+    this.#track(this.#sentAt + this.timeoutMs);
+    this.#go();
+  }
+
+  /** Slotted: the node stopped answering while this request waited for a slot: from now on the wait is the node's doing. */
+  stalled(): void {
+    this.#track(performance.now() + this.timeoutMs);
+  }
+
+  /** Deadline: the timer ran out. */
+  expire(): void {
+    this.#timed = false;
+    if (this.#waitingForSlot) {
+      // Stalled in the backlog for a whole timeout: it never started (its slot, if one comes, is passed on).
+      if (this.#settle()) this.#reject(this.node.timeoutError(this.timeoutMs, this.what));
+      return;
+    }
+    // Node runs due timers before it reads the sockets: after a stall of this process (a burst of
+    // requests sent in one go, a long synchronous task) the answer may already be waiting unread.
+    // setImmediate runs after the sockets are read, so such an answer still wins.
+    setImmediate(() => this.#expireNow());
+  }
+
+  #expireNow(): void {
+    if (this.#done) return;
+    const node = this.node;
+    const sentAt = this.#sentAt;
+    // Busy, not hung: since this request was sent, the node answered requests that were ahead of it
+    // (answers come in order) and that we still waited for. Its timeout counts again from that answer.
+    const now = performance.now();
+    if (sentAt !== undefined && !node.isCluster && node.lastProgress > sentAt && now - sentAt < LIVE_NODE_PATIENCE * this.timeoutMs) {
+      this.#track(node.lastProgress + this.timeoutMs);
+      return;
+    }
+    // Unresponsive first: the slot this request frees must not send the next one into a hung node.
+    if (sentAt !== undefined && node.lastHeard <= sentAt) node.inFlight.unresponsive();
+    if (this.#settle()) this.#reject(node.timeoutError(this.timeoutMs, this.what));
+  }
+
+  #go(): void {
+    const sent = this.command ? (this.node.driver.send(this.command) as Promise<T>) : (this.send as () => Promise<T>)();
+    sent.then(this.#answered, this.#failed);
+  }
+
+  readonly #answered = (value: T): void => {
+    this.#heard();
+    if (!this.#settle()) return;
+    const node = this.node;
+    // Progress: an answer to a request we still waited for (a late answer to one we gave up on is not).
+    if (this.#sentAt !== undefined) node.lastProgress = performance.now();
+    node.lastError = undefined; // it answered: whatever went wrong before is over
+    this.#resolve(value);
+  };
+
+  readonly #failed = (error: unknown): void => {
+    if (isReplyError(error)) this.#heard();
+    if (this.#done) return;
+    const wrapped = this.node.wrap(error, this.what);
+    // The node restarted or its script cache was flushed: EVAL sends the body and caches it again.
+    const command = this.command;
+    if (!this.#retried && this.script && command && wrapped.message.includes('NOSCRIPT')) {
+      this.#retried = true;
+      command[0] = 'EVAL';
+      command[1] = this.script.source;
+      (this.node.driver.send(command) as Promise<T>).then(this.#answered, this.#failed);
+      return;
+    }
+    this.#fail(wrapped);
+  };
+
+  #fail(error: NodeError): void {
+    if (this.#settle()) this.#reject(error);
+  }
+
+  /** An answer on the main connection: the node is alive (another connection's, the subscriber's, says nothing of it). */
+  #heard(): void {
+    if (!this.gated) return;
+    this.node.lastHeard = performance.now();
+    this.node.inFlight.answered();
+  }
+
+  /** Ends the request once: its timer, its wait for the connection, its slot. false if it had already ended. */
+  #settle(): boolean {
+    if (this.#done) return false;
+    this.#done = true;
+    this.#untrack();
+    this.#stopWaiting?.();
+    if (this.#sentAt !== undefined) this.node.inFlight.leave();
+    return true;
+  }
+
+  #track(at: number): void {
+    this.at = at;
+    this.#timed = true;
+    this.node.deadlines.track(this);
+  }
+
+  #untrack(): void {
+    if (!this.#timed) return;
+    this.#timed = false;
+    this.node.deadlines.done(this);
   }
 }
 

@@ -15,7 +15,7 @@ describe('InFlight', () => {
   test('at most `limit` requests start; the rest start in order as slots free', () => {
     const gate = new InFlight(2);
     const started: number[] = [];
-    for (let i = 0; i < 5; i++) gate.enter(() => started.push(i), assert.fail);
+    for (let i = 0; i < 5; i++) gate.enter({ start: () => started.push(i), stalled: assert.fail });
     assert.deepEqual(started, [0, 1]);
     assert.equal(gate.waiting, 3);
     gate.leave();
@@ -30,20 +30,13 @@ describe('InFlight', () => {
     const gate = new InFlight(2);
     const stalled: number[] = [];
     const started: number[] = [];
-    for (let i = 0; i < 5; i++)
-      gate.enter(
-        () => started.push(i),
-        () => stalled.push(i),
-      );
+    for (let i = 0; i < 5; i++) gate.enter({ start: () => started.push(i), stalled: () => stalled.push(i) });
     gate.unresponsive();
     assert.deepEqual(stalled, [2, 3, 4], 'the waiting requests are told, in order');
     gate.leave();
     gate.leave();
     assert.deepEqual(started, [0, 1, 2], 'with nothing on the wire, one request goes out as a probe');
-    const withdraw = gate.enter(
-      () => started.push(5),
-      () => stalled.push(5),
-    );
+    const withdraw = gate.enter({ start: () => started.push(5), stalled: () => stalled.push(5) });
     assert.deepEqual(stalled, [2, 3, 4, 5], 'a new request is told at once');
     withdraw();
     gate.answered();
