@@ -45,7 +45,7 @@ export class InFlight {
   enter(request: Slotted): () => void {
     if (this.#active < this.#slots()) {
       this.#active++;
-      request.start();
+      if (!request.start()) this.#active--;
       return noop;
     }
     const pending: Pending = { request, withdrawn: false, told: false };
@@ -83,15 +83,19 @@ export class InFlight {
       const next = this.#backlog.shift();
       if (!next) return;
       this.#active++;
-      next.request.start();
+      if (!next.request.start()) this.#active--;
     }
   }
 }
 
 /** A request waiting for a slot of the node's connection. */
 export interface Slotted {
-  /** it has a slot: send it now */
-  start(): void;
+  /**
+   * It has a slot: send it now. False when it gave up while it waited (its timeout ran out): the slot stays
+   * free for the next one. A boolean rather than a call back into leave(): thousands of requests that gave
+   * up in a backlog must not nest a call each on the stack as the gate passes over them.
+   */
+  start(): boolean;
   /** the node is unresponsive while it waits: its wait counts against its timeout from now on */
   stalled(): void;
 }

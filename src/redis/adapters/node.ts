@@ -221,14 +221,15 @@ class Request<T> implements Deadline, Slotted {
   }
 
   /** Slotted: a slot of the node's connection is ours; the timeout counts from now. */
-  start(): void {
+  start(): boolean {
     this.#waitingForSlot = false;
     // It gave up while it waited (its stalled timer ran out): the slot goes to the next one at once.
-    if (this.#done) return this.node.inFlight.leave();
+    if (this.#done) return false;
     this.#untrack();
     this.#sentAt = performance.now();
     this.#track(this.#sentAt + this.timeoutMs);
     this.#go();
+    return true;
   }
 
   /** Slotted: the node stopped answering while this request waited for a slot: from now on the wait is the node's doing. */
