@@ -43,8 +43,13 @@ export function encodeResource(resource: string): string {
   return resource.replace(/[%{}]/g, (c) => (c === '%' ? '%25' : c === '{' ? '%7B' : '%7D'));
 }
 
+/** Every key of `resource` is this plus a suffix: its hash tag keeps them in one slot. */
+function baseKey(prefix: string, resource: string): string {
+  return `${prefix}{${encodeResource(resource)}}`;
+}
+
 export function keysFor(prefix: string, resource: string): ResourceKeys {
-  const base = `${prefix}{${encodeResource(resource)}}`;
+  const base = baseKey(prefix, resource);
   return {
     resource,
     lock: `${base}:lock`,
@@ -57,7 +62,7 @@ export function keysFor(prefix: string, resource: string): ResourceKeys {
 
 /** The lock key of `resource` alone (keysFor's `lock`), for a release, which needs no other key. */
 export function lockKey(prefix: string, resource: string): string {
-  return `${prefix}{${encodeResource(resource)}}:lock`;
+  return `${baseKey(prefix, resource)}:lock`;
 }
 
 /** The marker of one hash slot on a Cluster node: `<prefix>{<tag>}:node`, in that slot. */
