@@ -11,11 +11,14 @@ import { join } from 'node:path';
 const dir = 'src/redis/scripts';
 const out = join(dir, 'lua.generated.ts');
 const read = (f) => readFileSync(join(dir, f), 'utf8');
-const inline = (text) =>
+// Each fragment goes into a script once: fragments may include fragments (_node-state.lua and _handover.lua
+// both need _clock.lua), and a second copy of _clock.lua would read the node's clock twice.
+const inline = (text, seen = new Set()) =>
   text.replace(/^-- #include (\S+)\n/gm, (_, fragment) => {
     if (!fragment.startsWith('_')) throw new Error(`${fragment}: only fragments (_name.lua) can be included`);
-    // Fragments may include fragments (_node-state.lua and _handover.lua both need _clock.lua).
-    return inline(read(fragment));
+    if (seen.has(fragment)) return '';
+    seen.add(fragment);
+    return inline(read(fragment), seen);
   });
 const names = readdirSync(dir)
   .filter((f) => f.endsWith('.lua') && !f.startsWith('_'))

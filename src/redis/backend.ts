@@ -17,7 +17,7 @@ import { Redlock } from './redlock.js';
 import { rwKeys, rwRequest } from './rwlock.js';
 import { permitRequest, semaphoreKeys } from './semaphore.js';
 import { keepSubscribed, LocalQueues } from './local-queue.js';
-import { acquireWaiting, queueLease } from './wait.js';
+import { acquireWaiting } from './wait.js';
 
 /**
  * Connection errors repeat on every reconnect attempt while a node is down:
@@ -80,15 +80,14 @@ export class RedisBackend implements Backend {
       (resources, o, signal, onRetry, arrival) => acquireWaiting(redlock, notifications, resources, o, signal, onRetry, arrival),
       () => nodes.some((n) => n.unresponsive),
     );
-    this.#lines = new LocalQueues(admission.acquire, (resources) => keepSubscribed(redlock, notifications, resources));
+    this.#lines = new LocalQueues(
+      admission.acquire,
+      (resources) => keepSubscribed(redlock, notifications, resources),
+      (handed) => redlock.background(handed.then((attempt) => (attempt?.kind === 'acquired' ? redlock.release(attempt.grant) : undefined))),
+    );
     const lines = this.#lines;
-    // A release offers the lock to this process's next caller when it is parked behind the holder (release.lua).
-    redlock.successorFor = (resource) =>
-      lines.successor(
-        resource,
-        () => redlock.waiterToken(),
-        (o) => queueLease(o, options.nodeTimeout),
-      );
+    // A release grants the lock to this process's next caller when it is parked behind the holder (release.lua).
+    redlock.successorFor = (resource) => lines.successor(resource, () => redlock.waiterToken());
   }
 
   get nodeCount(): number {

@@ -7,7 +7,7 @@ import { driftOf } from '../options.js';
 import type { RedisNode } from './adapters/index.js';
 import type { NodeExtendReply } from './extend-batch.js';
 import { lockKey } from './keys.js';
-import type { Grant, NodeSet } from './types.js';
+import type { Attempt, Grant, NodeSet } from './types.js';
 import { arrayReply } from './replies.js';
 import { scripts } from './scripts/index.js';
 
@@ -109,22 +109,25 @@ export async function raiseFence(redlock: NodeSet, grant: Grant, fence: bigint):
 
 /**
  * A caller of the releasing process next in line for a one-resource lock, not yet in the nodes' queue
- * (local-queue.ts): release.lua hands it the lock when it arrived before every waiter queued on the node.
+ * (local-queue.ts): release.lua grants it the lock when it arrived before every waiter queued on the node
+ * (redlock.ts releaseTo).
  */
 export interface Successor {
   readonly token: string;
   /** its arrival (wait.ts ticketNow) */
   readonly ticket: string;
-  /** how long a node keeps the lock for it: its first attempt follows right behind the release */
-  readonly reserveMs: number;
+  /** the ttl it asked for */
+  readonly ttl: number;
+  /** takes what the release granted it: the acquired attempt, or undefined when it must make its own round */
+  handed(attempt: Promise<Attempt | undefined>): void;
 }
 
 /** Compare-and-delete on every node, handing each node's key to its next waiter (release.lua); never throws. */
-export function releaseGrant(redlock: NodeSet, grant: Grant, successor?: Successor): Promise<{ released: number; nodes: number }> {
+export function releaseGrant(redlock: NodeSet, grant: Grant): Promise<{ released: number; nodes: number }> {
   const prefix = redlock.options.keyPrefix;
   const lockKeys = grant.resources.map((r) => lockKey(prefix, r));
   const nodes = redlock.nodes.length;
-  return releaseOn(redlock, undefined, lockKeys, grant.token, grant.resources, successor).then((released) => ({ released, nodes }));
+  return releaseOn(redlock, undefined, lockKeys, grant.token, grant.resources).then((released) => ({ released, nodes }));
 }
 
 /**
@@ -138,9 +141,8 @@ export function releaseOn(
   lockKeys: readonly string[],
   token: string,
   resources: readonly string[],
-  successor?: Successor,
 ): Promise<number> {
-  const args = successor ? [token, successor.token, successor.ticket, String(successor.reserveMs)] : [token];
+  const args = [token];
   const timeout = redlock.options.nodeTimeout;
   const count = indexes?.length ?? redlock.nodes.length;
   const asked: Array<Promise<boolean | Error>> = [];

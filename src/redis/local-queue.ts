@@ -13,6 +13,7 @@ import type { Redlock } from './redlock.js';
 import { onAbort } from './abort-listeners.js';
 import { ticketNow, type Arrival } from './wait.js';
 import type { Successor } from './lease.js';
+import type { Attempt } from './types.js';
 
 /** The node-level acquire of one caller (acquireWaiting, bound to the manager's nodes). */
 export type NodeAcquire = (
@@ -59,6 +60,8 @@ export class LocalQueues {
   constructor(
     private readonly nodeAcquire: NodeAcquire,
     private readonly keepSubscribed: KeepSubscribed,
+    /** releases what a release granted a caller that left its line before taking it (see successor) */
+    private readonly giveBack: (handed: Promise<Attempt | undefined>) => void,
   ) {}
 
   /**
@@ -104,14 +107,14 @@ export class LocalQueues {
       // timeout: Infinity (wait until the signal aborts), or beyond what one timer can hold: no timer.
       if (opts.timeout <= MAX_TIMER_MS)
         waiter.timer = setTimeout(() => {
-          leave(line, waiter);
+          this.#leave(line, waiter);
           reject(
             new LockTimeoutError(resources, opts.timeout, 'held by another owner (waited in line behind earlier callers of this process)'),
           );
         }, opts.timeout);
       if (signal)
         waiter.stopListening = onAbort(signal, () => {
-          leave(line, waiter);
+          this.#leave(line, waiter);
           reject(signal.reason);
         });
     });
@@ -126,15 +129,25 @@ export class LocalQueues {
 
   /**
    * The caller next in line for `resource`, parked behind a holder of this process (see #atNodes), as the
-   * release of that holder offers it the lock (release.lua): its owner token, chosen now, and its arrival.
-   * Undefined when none is parked (nobody waits here, or the next one has already gone to the nodes' queue).
+   * release of that holder grants it the lock (release.lua, redlock.ts releaseTo): its owner token, chosen
+   * now, its arrival and ttl, and where the release's outcome goes (its arrival: the caller takes it as its
+   * first attempt). Undefined when none is parked (nobody waits here, or the next one has already gone to
+   * the nodes' queue).
    */
-  successor(resource: string, newToken: () => string, reserveMs: (opts: ResolvedAcquire) => number): Successor | undefined {
+  successor(resource: string, newToken: () => string): Successor | undefined {
     const line = this.#single.get(resource);
     const next = line?.parked ? line.first : undefined;
-    if (!next?.opts.fair) return undefined;
-    next.arrival.token ??= newToken();
-    return { token: next.arrival.token, ticket: next.arrival.ticket, reserveMs: reserveMs(next.opts) };
+    if (!next?.opts.fair || next.arrival.handed) return undefined;
+    const arrival = next.arrival;
+    arrival.token ??= newToken();
+    return {
+      token: arrival.token,
+      ticket: arrival.ticket,
+      ttl: next.opts.ttl,
+      handed: (attempt) => {
+        arrival.handed = attempt;
+      },
+    };
   }
 
   /**
@@ -171,6 +184,12 @@ export class LocalQueues {
       () => this.#next(map, key, line),
     );
     return work;
+  }
+
+  /** A caller leaves its line before its turn (timeout, abort): a lock a release granted it meanwhile is given back. */
+  #leave(line: Line, waiter: Waiter): void {
+    leave(line, waiter);
+    if (waiter.arrival.handed) this.giveBack(waiter.arrival.handed);
   }
 
   #next(map: Map<string, Line>, key: string, line: Line): void {

@@ -211,6 +211,22 @@ export class Redlock implements NodeSet {
     const start = monotonicNow();
     const replies = await this.sendAcquire(resources, keys, token, ttl, queue, leaderFirst);
     if (!Array.isArray(replies)) return replies;
+    return this.decide(resources, keys, token, ttl, start, replies, queue);
+  }
+
+  /**
+   * What the nodes' replies to one round amount to (acquireOnce, or a release that granted this process's
+   * next caller: releaseTo). `start`: a moment before any of the grants was written, the lease's date.
+   */
+  private async decide(
+    resources: readonly string[],
+    keys: ResourceKeys[],
+    token: string,
+    ttl: number,
+    start: number,
+    replies: AcquireReply[],
+    queue: QueueOptions,
+  ): Promise<Attempt> {
     const clear = this.clearGrant(resources, token, ttl, start, replies, keys);
     if (clear) return clear;
 
@@ -334,13 +350,14 @@ export class Redlock implements NodeSet {
         firstConnect,
       );
       if (!this.options.waitForReplicas)
-        return asked.then((reply) => {
-          const parsed = parseAcquireReply(reply, node, (epoch) => this.epochOf(i, epoch));
-          if (parsed.kind === 'error') this.lastFailure[i] = monotonicNow();
-          else if (parsed.counter > this.fenceHint) this.fenceHint = parsed.counter;
-          if (parsed.kind !== 'granted' && this.nodes.length > 1) this.countersDiffer = true;
-          return parsed;
-        }, failed);
+        return asked.then(
+          (reply) =>
+            this.noted(
+              i,
+              parseAcquireReply(reply, node, (epoch) => this.epochOf(i, epoch)),
+            ),
+          failed,
+        );
       return asked
         .then((reply) => parseAcquireReply(reply, node, (epoch) => this.epochOf(i, epoch)))
         .then((reply) =>
@@ -359,6 +376,14 @@ export class Redlock implements NodeSet {
       }
       return Promise.all(this.nodes.map((_, i) => (i === leader ? first : ask(i))));
     });
+  }
+
+  /** One node's acquire reply, noted: its fence counter for the hint (see fenceHint), its failure for the leader's cooldown. */
+  private noted(i: number, parsed: AcquireReply): AcquireReply {
+    if (parsed.kind === 'error') this.lastFailure[i] = monotonicNow();
+    else if (parsed.counter > this.fenceHint) this.fenceHint = parsed.counter;
+    if (parsed.kind !== 'granted' && this.nodes.length > 1) this.countersDiffer = true;
+    return parsed;
   }
 
   /**
@@ -435,13 +460,73 @@ export class Redlock implements NodeSet {
 
   /**
    * This process's next caller for a one-resource lock, when one is parked behind the holder (set by the
-   * backend from local-queue.ts): a release offers it the lock (lease.ts Successor).
+   * backend from local-queue.ts): a release grants it the lock (lease.ts Successor, releaseTo).
    */
   successorFor: (resource: string) => Successor | undefined = () => undefined;
 
   /** Compare-and-delete on every node, handing over to the next waiter (lease.ts, release.lua); never throws. */
   release(grant: Grant): Promise<{ released: number; nodes: number }> {
-    const successor = grant.resources.length === 1 ? this.successorFor(grant.resources[0] as string) : undefined;
-    return releaseGrant(this, grant, successor);
+    // waitForReplicas: a grant counts only once replicas confirm it, which a release reply cannot say.
+    const successor =
+      grant.resources.length === 1 && !this.options.waitForReplicas ? this.successorFor(grant.resources[0] as string) : undefined;
+    return successor ? this.releaseTo(grant, successor) : releaseGrant(this, grant);
+  }
+
+  /**
+   * The release that grants this process's next caller the lock, where it arrived before every waiter queued
+   * on a node (release.lua): a hand-over inside the process costs no round of its own. Its lease is dated
+   * from this release's send time, which came before every grant it wrote; the replies are judged as an
+   * acquire round's (decide). Anything short of a grant from every node (another process's waiter went
+   * first somewhere, our key was gone, a node error) leaves the caller to its own round, which takes a key
+   * holding its token as its own (acquire.lua).
+   */
+  private releaseTo(grant: Grant, successor: Successor): Promise<{ released: number; nodes: number }> {
+    const { resources, token } = grant;
+    const keys = this.keys(resources);
+    this.health.used(successor.ttl);
+    const start = monotonicNow();
+    const args = [
+      token,
+      successor.token,
+      successor.ticket,
+      String(successor.ttl),
+      randomHex(8),
+      this.health.wantAge(start) ? '1' : '0',
+      this.countersDiffer ? this.fenceHint.toString() : '',
+    ];
+    const replies = Promise.all(
+      this.nodes.map((node, i) =>
+        node.run(scripts.release, [(keys[0] as ResourceKeys).lock, this.markerFor(i, keys)], args, this.options.nodeTimeout).then(
+          (reply) => reply,
+          (error: Error) => error,
+        ),
+      ),
+    );
+    successor.handed(
+      replies.then((outcomes) => {
+        const granted: AcquireReply[] = [];
+        for (const [i, outcome] of outcomes.entries()) {
+          // A node error is the release's to report (below), once; the caller's own round meets it again.
+          if (typeof outcome !== 'string') return undefined;
+          granted.push(
+            this.noted(
+              i,
+              parseAcquireReply(outcome, this.nodes[i] as RedisNode, (epoch) => this.epochOf(i, epoch)),
+            ),
+          );
+        }
+        return this.decide(resources, keys, successor.token, successor.ttl, start, granted, NO_QUEUE).then((attempt) =>
+          attempt.kind === 'acquired' ? attempt : undefined,
+        );
+      }),
+    );
+    return replies.then((outcomes) => {
+      let released = 0;
+      for (const [i, outcome] of outcomes.entries()) {
+        if (outcome instanceof Error) this.reportNodeError(this.nodes[i] as RedisNode, outcome, 'release', resources);
+        else if (typeof outcome === 'string' || Number(outcome) > 0) released++;
+      }
+      return { released, nodes: this.nodes.length };
+    });
   }
 }

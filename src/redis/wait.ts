@@ -34,9 +34,11 @@ export interface Arrival {
   readonly ticket: string;
   /**
    * The owner token it will use at the nodes, when chosen before it got there: a release by this process
-   * offered it the lock under this token (local-queue.ts successor, release.lua).
+   * granted it the lock under this token (local-queue.ts successor, release.lua).
    */
   token?: string;
+  /** that release's outcome for it: the lock acquired, or undefined (it makes its own round) */
+  handed?: Promise<Attempt | undefined>;
   /**
    * called once the first attempt has settled: the caller's admission slot (admission.ts) goes to the next; called
    * again when the call ends (also when it failed before its first attempt settled), so it must be idempotent
@@ -94,6 +96,8 @@ class MutexWait {
   readonly #handoff: string | undefined;
   /** frees the caller's admission slot (admission.ts) once the first attempt has settled */
   readonly #firstAttemptDone: (() => void) | undefined;
+  /** a release by this process granted us the lock: its outcome is our first attempt (local-queue.ts successor) */
+  readonly #handed: Promise<Attempt | undefined> | undefined;
 
   constructor(
     private readonly redlock: Redlock,
@@ -119,6 +123,7 @@ class MutexWait {
     };
     this.#handoff = opts.fair && resources.length === 1 ? (resources[0] as string) : undefined;
     this.#firstAttemptDone = arrival?.firstAttemptDone;
+    this.#handed = arrival?.handed;
   }
 
   async run(): Promise<WaitResult> {
@@ -126,7 +131,7 @@ class MutexWait {
     // no release between the attempt and the wait can slip by, and no extra attempt is needed.
     if (this.#waits && this.notifications.watching && this.notifications.isReady(this.#channelNames())) this.#listen();
     try {
-      let last = await this.#round(false);
+      let last = (this.#handed && (await this.#takeHanded(this.#handed))) || (await this.#round(false));
       if (this.#nodesFailed(last)) last = await this.#round(false);
       this.#firstAttemptDone?.();
       if (last.kind === 'acquired') return this.#result(last.grant);
@@ -201,6 +206,14 @@ class MutexWait {
   }
 
   // Helpers of the steps above.
+
+  /** Step 1 when a release by this process granted us the lock (redlock.ts releaseTo): its outcome, if acquired. */
+  #takeHanded(handed: Promise<Attempt | undefined>): Promise<Attempt | undefined> {
+    this.#attempts++;
+    this.#inFlight = handed;
+    // Aborted meanwhile: guard releases the lock when it arrives.
+    return guard(this.redlock, handed, this.signal);
+  }
 
   #round(leaderFirst: boolean): Promise<Attempt> {
     this.#attempts++;

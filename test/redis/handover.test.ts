@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
 import { dequeueLua, releaseLua } from '../../src/redis/scripts/lua.generated.js';
+import { markerKey } from '../../src/redis/keys.js';
 import { eventually, setup, type Setup } from '../support/harness.js';
 import { keysOf, lockValues, queued, readyManager, uniqueResource, within } from '../lock-manager/helpers.js';
 
@@ -26,8 +27,10 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
       await admin().zadd(k.leases, now + leaseMs, token);
     }
   }
-  const release = (resource: string, token: string, ...successor: string[]): Promise<unknown> =>
-    admin().eval(releaseLua, 1, keysOf(resource).lock, token, ...successor);
+  const release = (resource: string, token: string): Promise<unknown> => admin().eval(releaseLua, 1, keysOf(resource).lock, token);
+  /** release.lua with a successor (redlock.ts releaseTo): its token, ticket and ttl; a new epoch, no age, no fence hint. */
+  const releaseTo = (resource: string, token: string, successor: string, ticket: string, ttl: string, marker: string): Promise<unknown> =>
+    admin().eval(releaseLua, 2, keysOf(resource).lock, marker, token, successor, ticket, ttl, 'e0000001', '0', '');
 
   test('goes to the first waiter whose place is live, skipping and dropping lapsed places; PX = what is left of its place', async () => {
     const r = uniqueResource('lapsed');
@@ -61,18 +64,31 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     assert.deepEqual(await admin().zrange(keysOf(r).queue, '0', '-1'), ['w']);
   });
 
-  test('a parked caller of the releasing process gets it only when it arrived before the first live waiter', async () => {
+  test('a parked caller of the releasing process gets it only when it arrived before the first live waiter, granted there and then', async () => {
+    const marker = markerKey('fencelock:');
     const early = uniqueResource('successor-early');
     await scene(early, 'holder', [['other', 20, 2_000]]);
-    await release(early, 'holder', 'mine', '10', '3000');
+    const counter = BigInt((await admin().hget(marker, 'fence')) ?? '0');
+    const granted = await releaseTo(early, 'holder', 'mine', '10', '3000', marker);
     assert.equal(await admin().get(keysOf(early).lock), 'mine', 'arrived at 10, before the waiter of 20');
     assert.deepEqual(await admin().zrange(keysOf(early).queue, '0', '-1'), ['other'], 'who keeps its place');
-    assert.ok((await admin().pttl(keysOf(early).lock)) > 2_000, 'kept for it as long as asked');
+    const pttl = await admin().pttl(keysOf(early).lock);
+    assert.ok(pttl > 2_000 && pttl <= 3_000, `held for the ttl it asked: ${pttl} ms`);
+    // The grant reply of acquire.lua: '1 fence epoch age trusted longest', with a fence above every earlier one.
+    const [ok, fence, epoch] = String(granted).split(' ');
+    assert.equal(ok, '1', `a grant reply: ${String(granted)}`);
+    assert.equal(BigInt(fence ?? '0'), counter + 1n, 'the node counter, incremented');
+    assert.equal(epoch, await admin().hget(marker, 'epoch'));
 
     const late = uniqueResource('successor-late');
     await scene(late, 'holder', [['other', 20, 2_000]]);
-    await release(late, 'holder', 'mine', '30', '3000');
+    assert.equal(await releaseTo(late, 'holder', 'mine', '30', '3000', marker), 1, 'released, no grant');
     assert.equal(await admin().get(keysOf(late).lock), 'other', 'arrived at 30, after the waiter of 20');
+
+    const gone = uniqueResource('successor-not-ours');
+    await scene(gone, 'someone', []);
+    assert.equal(await releaseTo(gone, 'holder', 'mine', '10', '3000', marker), 0, 'not our key: nothing released, nothing granted');
+    assert.equal(await admin().get(keysOf(gone).lock), 'someone');
   });
 
   test('a waiter that gave up passes on a key handed to it, to the next live waiter', async () => {

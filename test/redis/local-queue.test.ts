@@ -5,9 +5,22 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockTimeoutError, type Lock, type LockManager } from '../../src/index.js';
 import { delay, eventually } from '../support/harness.js';
-import { queued, readyManager, settle, uniqueResource, within, withNodeSets } from '../lock-manager/helpers.js';
+import type { Redis } from 'ioredis';
+import { keysOf, lockValues, queued, readyManager, settle, uniqueResource, within, withNodeSets } from '../lock-manager/helpers.js';
 
 const OPTIONS = { ttl: 5000, nodeTimeout: 200, acquireTimeout: 10_000 };
+
+/** Script calls (EVAL and EVALSHA) each node has run so far. */
+async function scriptCalls(admin: readonly Redis[]): Promise<number[]> {
+  return Promise.all(
+    admin.map(async (x) => {
+      const stats = (await x.info('commandstats')) as string;
+      let calls = 0;
+      for (const m of stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
+      return calls;
+    }),
+  );
+}
 
 /** Starts `count` acquires of `resource` on `locks` one after another (arrival order known), each recording its turn in `order`. */
 function callers(locks: LockManager, resource: string, count: number, order: number[], from = 0): Array<Promise<void>> {
@@ -111,6 +124,70 @@ withNodeSets('local queue', [1, 3], (env) => {
     await holder.release();
     await within(Promise.all([a1, a2, b1]), 10_000, 'the three waiters');
     assert.deepEqual(order, ['a1', 'a2', 'b1'], 'a2 arrived before b1, so it goes first although it only reached the nodes later');
+  });
+
+  test('the release grants the next caller of its own process the lock: one script call per node for the hand-over', async () => {
+    const { admin } = env();
+    const resource = uniqueResource('in-release');
+    // Waiters wake only when a release names them (their backoff outlasts the test): every script call is counted.
+    const slow = { ...OPTIONS, retry: { minDelay: 10_000, maxDelay: 10_000, jitter: 'none' as const } };
+    const locks = await readyManager(env(), 'ioredis', slow);
+    const other = await readyManager(env(), 'ioredis', slow);
+    const holder = await other.acquire(resource);
+    // a waits at the nodes (queued behind holder), b in a's process behind a.
+    const a = locks.acquire(resource);
+    await eventually(async () => (await queued(admin, resource)).every((q) => q.length === 1), 5000);
+    const b = locks.acquire(resource);
+    const before = await scriptCalls(admin);
+    await holder.release();
+    const lockA = await within(a, 3000, 'a');
+    // b is parked behind a (local-queue.ts): a's release grants it there and then (release.lua, redlock.ts releaseTo).
+    await lockA.release();
+    const lockB = await within(b, 3000, 'b');
+    const calls = (await scriptCalls(admin)).map((n, i) => n - (before[i] as number));
+    assert.deepEqual(
+      calls,
+      admin.map(() => 3),
+      "per node: holder's release, a's attempt after it was named, a's release; b made no round of its own",
+    );
+    assert.ok(lockB.isValid(), 'b holds a valid lock');
+    assert.ok(lockB.fence > lockA.fence, `b's fence ${lockB.fence} > a's ${lockA.fence}`);
+    assert.deepEqual(
+      await lockValues(admin, resource),
+      admin.map(() => lockB.value),
+      'b holds every node',
+    );
+    const pttls = await Promise.all(admin.map((x) => x.pttl(keysOf(resource).lock)));
+    assert.ok(
+      pttls.every((ms) => ms > 4_000 && ms <= 5_000),
+      `b's own ttl (5000): ${pttls.join(', ')} ms`,
+    );
+    await lockB.extend(5_000); // throws if a quorum did not extend it
+    assert.ok(lockB.isValid(), 'b extended its lock');
+    assert.equal((await lockB.release()).released, admin.length);
+  });
+
+  test('a caller granted the lock by a release whose signal aborts at once: the lock goes back', async () => {
+    const { admin } = env();
+    const resource = uniqueResource('in-release-abort');
+    const locks = await readyManager(env(), 'ioredis', OPTIONS);
+    const other = await readyManager(env(), 'ioredis', OPTIONS);
+    const holder = await other.acquire(resource);
+    const a = locks.acquire(resource);
+    await eventually(async () => (await queued(admin, resource)).every((q) => q.length === 1), 5000);
+    const stop = new AbortController();
+    const b = settle(locks.acquire(resource, { signal: stop.signal }));
+    await holder.release();
+    const lockA = await within(a, 3000, 'a');
+    const released = lockA.release();
+    // b has left the line (its turn began with the release) and waits for the release's reply: abort now.
+    stop.abort(new Error('b gave up'));
+    const gaveUp = await within(b, 3000, 'b');
+    assert.ok(!gaveUp.ok && (gaveUp.error as Error).message === 'b gave up', 'b rejects with its reason');
+    await released;
+    await eventually(async () => (await lockValues(admin, resource)).every((v) => v === null), 3000);
+    const next = await within(other.acquire(resource, { timeout: 2000 }), 3000, 'the next acquire');
+    await next.release();
   });
 
   test('tryAcquire never waits in line: null while a caller of this process holds the lock', async () => {

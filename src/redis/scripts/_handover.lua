@@ -38,10 +38,10 @@ local function live_head(q, l)
 end
 
 -- Lock key `key` (which the caller holds) goes to the first live waiter of its queue, who is told on its
--- manager's channel; or to `successor` (a caller waiting in the releasing process, not yet in the nodes'
--- queue: local-queue.ts) when its `ticket` (arrival) is earlier than that waiter's, reserved for
--- `reserve_ms` (it attempts right behind this release). False when nobody waits: the caller deletes the key.
-local function hand_over(key, successor, ticket, reserve_ms)
+-- manager's channel ('head'); or to `successor` (a caller waiting in the releasing process, not yet in the
+-- nodes' queue: local-queue.ts) when its `ticket` (arrival) is earlier than that waiter's, for `ttl_ms`
+-- ('successor': release.lua grants it there and then). False when nobody waits: the caller deletes the key.
+local function hand_over(key, successor, ticket, ttl_ms)
   local base = string.sub(key, 1, -6) -- without ':lock'
   local q, l = base .. ':queue', base .. ':leases'
   local head, lease_end = live_head(q, l)
@@ -49,8 +49,8 @@ local function hand_over(key, successor, ticket, reserve_ms)
     local theirs = head and tonumber(redis.call('ZSCORE', q, head))
     local ours = tonumber(ticket)
     if not theirs or ours < theirs or (ours == theirs and successor < head) then
-      redis.call('SET', key, successor, 'PX', reserve_ms)
-      return true
+      redis.call('SET', key, successor, 'PX', ttl_ms)
+      return 'successor'
     end
   end
   if not head then return false end
@@ -59,5 +59,5 @@ local function hand_over(key, successor, ticket, reserve_ms)
   redis.call('ZREM', l, head)
   -- A mutex owner token starts with its manager's 8-character id: only that process is told.
   redis.call('PUBLISH', base .. ':released:' .. string.sub(head, 1, 8), head)
-  return true
+  return 'head'
 end

@@ -4,20 +4,36 @@
 -- (<base>:leases) and release channel (<base>:released) are named after it (src/redis/keys.ts) and
 -- share its hash slot.
 -- ARGV[1] owner token
--- ARGV[2..4] (optional) the releasing process's next caller for this one resource, not yet in the nodes'
---            queue (local-queue.ts): its token, its ticket (arrival) and how long to keep the lock for it.
---            It gets the lock when it arrived before every live waiter in the queue.
+-- ARGV[2..7] (optional, one lock key) the releasing process's next caller for this resource, not yet in the
+--            nodes' queue (local-queue.ts): its token, its ticket (arrival), its ttl ms, then as acquire.lua's
+--            ARGV[4], ARGV[8] and ARGV[9]: the epoch to use if the marker is missing, '1' = report the marker's
+--            age, the fence hint. KEYS[2] is then this node's marker.
+--            It gets the lock when it arrived before every live waiter in the queue, and the release grants it
+--            there and then, as acquire.lua's cheap path would: its ttl, a new fence. Its caller dates the
+--            lease from the moment it sent this release, which came before the grant (redlock.ts).
 -- Nobody waiting (no queue, no <base>:watch, no successor) is the common case, and there the release is a
 -- compare-and-delete plus one EXISTS: no queue to read, nothing to publish. A key deleted while waiters that do
 -- not queue (fair: false) watch it (acquire.lua sets <base>:watch for them) is announced with '*' on the
--- shared channel. Returns how many keys were ours (handed over or deleted).
+-- shared channel. Returns how many keys were ours (handed over or deleted); with the successor granted,
+-- acquire.lua's grant reply instead: '1 fence epoch age trusted longest'.
 -- #include _handover.lua
+-- #include _node-state.lua
+local successor = ARGV[2]
+local n = successor and 1 or #KEYS
 local released = 0
-for i = 1, #KEYS do
+for i = 1, n do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     local base = string.sub(KEYS[i], 1, -6)
     local waiting = redis.call('EXISTS', base .. ':queue', base .. ':watch') > 0
-    if not ((waiting or (ARGV[2] and ARGV[2] ~= '')) and hand_over(KEYS[i], ARGV[2], ARGV[3], ARGV[4])) then
+    local handed = (waiting or successor) and hand_over(KEYS[i], successor, ARGV[3], ARGV[4])
+    if handed == 'successor' then
+      local marker = KEYS[2]
+      fold_legacy(marker, base .. ':fence')
+      local epoch, age, trusted, longest = node_state(marker, ARGV[4], ARGV[5], ARGV[6] == '1')
+      if ARGV[7] ~= '' then raise_counter(marker, ARGV[7]) end
+      return '1 ' .. next_fence(marker) .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest
+    end
+    if not handed then
       redis.call('DEL', KEYS[i])
       if waiting then redis.call('PUBLISH', base .. ':released', '*') end
     end
