@@ -34,7 +34,12 @@ describe('etcd faults (3 members)', { skip: requireEtcd('etcd (the etcd backend)
   });
 
   test('leader SIGKILL while a lock is held and another waits: the holder keeps it, the waiter gets it next', async (t) => {
-    const [a, b, c] = [manager(), manager(), manager()];
+    // The holder's ttl must outlast the time the cluster is out of service (the election, and our 2 s write
+    // deadline on a write sent to a follower still forwarding to the dead leader: 2.0-2.8 s to the next grant
+    // here) plus the keep-alive interval (ttl/3): with 3 s, a keep-alive that last got through just before the
+    // kill left under 2 s, and the lock was lost under load (next grant 2,812 ms after the kill, 2026-11-27).
+    const holderTtl = 6_000;
+    const [a, b, c] = [manager(holderTtl), manager(), manager()];
     const resource = 'leader-kill';
     // Readiness, not a measurement: a cluster just started on a loaded machine may take longer than 5 s.
     await timeToGrant(c, 'warm-up', 20_000);
@@ -46,7 +51,7 @@ describe('etcd faults (3 members)', { skip: requireEtcd('etcd (the etcd backend)
       killedAt = performance.now();
       await leader.kill();
       // Past the lease's ttl: only keep-alive through the election keeps it.
-      await new Promise((r) => setTimeout(r, 4_000));
+      await new Promise((r) => setTimeout(r, holderTtl + 500));
       assert.ok(lock.isValid(), 'still held after the election');
     });
     await eventually(() => killedAt > 0, 10_000);

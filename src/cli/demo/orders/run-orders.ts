@@ -154,9 +154,12 @@ export async function runOrders(o: OrdersOptions): Promise<OrdersReport> {
       const fraction = dispatch.completed / deliveries.length;
       chaos.progress(fraction);
       if (o.faults.includes('kill-worker') && fraction >= 3 / 4 && !killRequested) {
-        killRequested = true;
         const target = dispatch.busyWorker(random);
-        if (target !== undefined) workers[target]!.send({ type: 'kill-next' } satisfies OrdersParentMessage);
+        // No worker busy at this moment (each between two deliveries): ask again at the next completion.
+        if (target !== undefined) {
+          killRequested = true;
+          workers[target]!.send({ type: 'kill-next' } satisfies OrdersParentMessage);
+        }
       }
     };
 
