@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import path from 'node:path';
+import { tsEntry } from './support/entry.js';
 import { requireEtcd, requireZooKeeper } from './support/optional.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
@@ -35,7 +35,7 @@ const serverPids = (lines: ReadonlyArray<Record<string, unknown>>): number[] =>
 /** Runs a fixture; if it has not exited after EXIT_WITHIN_MS, ends it (and its redis-server) and reports that. */
 function runFixture(name: string, exitWithinMs = EXIT_WITHIN_MS): Promise<ChildResult & { timedOut: boolean }> {
   const started = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'test', 'fixtures', name)], {
+  const child = spawn(process.execPath, tsEntry(`test/fixtures/${name}`), {
     cwd: repo,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
