@@ -4,10 +4,11 @@
 // At the end it prints each file's wall time, slowest first (scripts/test-durations.mjs; all of them in
 // .tmp/test-durations.json), and where the whole output of each file that failed was kept
 // (scripts/test-failures.mjs: .tmp/test-failures/); scripts/test-reporter.mjs records both. FENCELOCK_TEST_CONCURRENCY sets how many files run at once.
+// Before the files start it compiles the entry points that tests spawn as child processes (scripts/test-build.mjs).
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { buildForTests, TEST_BUILD_DIR } from './test-build.mjs';
+import { join } from 'node:path';
+import { buildForTests, removeTestBuild } from './test-build.mjs';
 import { DURATIONS_FILE } from './test-durations.mjs';
 import { FAILURES_DIR } from './test-failures.mjs';
 
@@ -65,7 +66,7 @@ const reporters = flags.some((f) => f.startsWith('--test-reporter'))
     ];
 spawnSync(process.execPath, ['scripts/embed-lua.mjs'], { stdio: 'inherit' });
 // The CLI, fixtures and workers that the tests spawn, compiled once (scripts/test-build.mjs; ~2.5 s of CPU).
-buildForTests();
+const testBuild = buildForTests();
 rmSync(DURATIONS_FILE, { force: true });
 const started = Date.now();
 // This run's name in the failures' file names (test-failures.mjs): its start time and pid.
@@ -87,8 +88,9 @@ const result = spawnSync(
     ...flags,
     ...files,
   ],
-  { stdio: 'inherit', env: { ...process.env, FENCELOCK_TEST_RUN: runId, FENCELOCK_TEST_BUILD: resolve(TEST_BUILD_DIR) } },
+  { stdio: 'inherit', env: { ...process.env, FENCELOCK_TEST_RUN: runId, FENCELOCK_TEST_BUILD: testBuild } },
 );
+removeTestBuild(testBuild);
 printDurations(Date.now() - started);
 printKeptFailures(runId);
 process.exit(result.status ?? 1);

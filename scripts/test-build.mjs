@@ -10,10 +10,11 @@
 // files, which the runner loads through tsx), with a copy of package.json, so that relative paths, the CLI's
 // version lookup and "type": "module" hold as in the sources. The examples stay on tsx, as their readers run them.
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import ts from 'typescript';
 
-export const TEST_BUILD_DIR = '.tmp/test-build';
+/** Each run's own folder (`.tmp/test-build/<pid>`): two runs in one checkout must not empty each other's. */
+const PARENT = '.tmp/test-build';
 const ROOTS = ['src', 'test'];
 
 function sources(dir) {
@@ -24,21 +25,36 @@ function sources(dir) {
   });
 }
 
-/** Compiles src/ and test/ into `out` (emptied first); returns the number of files. */
-export function buildForTests(out = TEST_BUILD_DIR) {
+/** Compiles src/ and test/ into this process's folder; returns the folder (absolute). Folders of runs that ended go. */
+export function buildForTests() {
+  mkdirSync(PARENT, { recursive: true });
+  for (const pid of readdirSync(PARENT)) if (!alive(Number(pid))) rmSync(join(PARENT, pid), { recursive: true, force: true });
+  const out = resolve(PARENT, String(process.pid));
   const { options, errors } = ts.convertCompilerOptionsFromJson(JSON.parse(readFileSync('tsconfig.json', 'utf8')).compilerOptions, '.');
   if (errors.length > 0) throw new Error(ts.flattenDiagnosticMessageText(errors[0].messageText, '\n'));
   // ESM out, as Node reads these files ("type": "module"); transpileModule cannot look that up itself.
   const compilerOptions = { ...options, module: ts.ModuleKind.ES2022, noEmit: false };
   rmSync(out, { recursive: true, force: true });
-  let count = 0;
   for (const file of ROOTS.flatMap(sources)) {
     const { outputText } = ts.transpileModule(readFileSync(file, 'utf8'), { compilerOptions, fileName: file });
     const target = join(out, file.replace(/\.ts$/, '.js'));
     mkdirSync(dirname(target), { recursive: true });
     writeFileSync(target, outputText);
-    count++;
   }
   writeFileSync(join(out, 'package.json'), readFileSync('package.json'));
-  return count;
+  return out;
+}
+
+/** Removes the folder buildForTests made. */
+export function removeTestBuild(out) {
+  rmSync(out, { recursive: true, force: true });
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
 }
