@@ -23,9 +23,12 @@ const CONCURRENCY = Number(process.env.FENCELOCK_TEST_CONCURRENCY ?? 3);
 
 // The longest files start first, longest first, so that the run does not end with one of them alone on one
 // core while the other idles (the rest follow in path order). Their times in a full run on this 2-core machine
-// shared with other work (2026-11-26, load average 17-30; `node scripts/run-tests.mjs`): the model 196 s,
-// the packed-package consumers 167 s (a build, 4 installs and 4 type checks before its first test), the orders
-// scenario 84 s, chaos teeth 70 s, node failures 64 s, the demo 51 s, the bench smoke run 26 s.
+// (2026-11-27, `CI=true npm test`, load average 1-9: 730 tests, 1,076 s of file time in 370 s of wall): the
+// model 76 s, the packed package 59 s (a build, 4 installs and 4 type checks before its first test; the built
+// package's checks included), chaos teeth 42 s, the orders scenario 37 s, the demo 37 s, node failures 36 s,
+// the bench smoke run 25 s. (2026-11-26, load average 17-30, before the suite compiled its spawned entry points
+// once and built the package once: the model 196 s, the package 167 s, orders 84 s, teeth 70 s, node failures
+// 64 s, the demo 51 s, the bench 26 s.)
 const START_FIRST = [
   'test/model/model.test.ts',
   'test/package/consumer.test.ts',
