@@ -4,9 +4,11 @@
 // At the end it prints each file's wall time, slowest first (scripts/test-durations.mjs; all of them in
 // .tmp/test-durations.json), and where the whole output of each file that failed was kept
 // (scripts/test-failures.mjs: .tmp/test-failures/); scripts/test-reporter.mjs records both. FENCELOCK_TEST_CONCURRENCY sets how many files run at once.
+// Before the files start it compiles the entry points that tests spawn as child processes (scripts/test-build.mjs).
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { buildForTests, removeTestBuild } from './test-build.mjs';
 import { DURATIONS_FILE } from './test-durations.mjs';
 import { FAILURES_DIR } from './test-failures.mjs';
 
@@ -21,9 +23,12 @@ const CONCURRENCY = Number(process.env.FENCELOCK_TEST_CONCURRENCY ?? 3);
 
 // The longest files start first, longest first, so that the run does not end with one of them alone on one
 // core while the other idles (the rest follow in path order). Their times in a full run on this 2-core machine
-// shared with other work (2026-11-26, load average 17-30; `node scripts/run-tests.mjs`): the model 196 s,
-// the packed-package consumers 167 s (a build, 4 installs and 4 type checks before its first test), the orders
-// scenario 84 s, chaos teeth 70 s, node failures 64 s, the demo 51 s, the bench smoke run 26 s.
+// (2026-11-27, `CI=true npm test`, load average 1-9: 730 tests, 1,076 s of file time in 370 s of wall): the
+// model 76 s, the packed package 59 s (a build, 4 installs and 4 type checks before its first test; the built
+// package's checks included), chaos teeth 42 s, the orders scenario 37 s, the demo 37 s, node failures 36 s,
+// the bench smoke run 25 s. (2026-11-26, load average 17-30, before the suite compiled its spawned entry points
+// once and built the package once: the model 196 s, the package 167 s, orders 84 s, teeth 70 s, node failures
+// 64 s, the demo 51 s, the bench 26 s.)
 const START_FIRST = [
   'test/model/model.test.ts',
   'test/package/consumer.test.ts',
@@ -63,6 +68,8 @@ const reporters = flags.some((f) => f.startsWith('--test-reporter'))
       '--test-reporter-destination=stdout',
     ];
 spawnSync(process.execPath, ['scripts/embed-lua.mjs'], { stdio: 'inherit' });
+// The CLI, fixtures and workers that the tests spawn, compiled once (scripts/test-build.mjs; ~2.5 s of CPU).
+const testBuild = buildForTests();
 rmSync(DURATIONS_FILE, { force: true });
 const started = Date.now();
 // This run's name in the failures' file names (test-failures.mjs): its start time and pid.
@@ -84,8 +91,9 @@ const result = spawnSync(
     ...flags,
     ...files,
   ],
-  { stdio: 'inherit', env: { ...process.env, FENCELOCK_TEST_RUN: runId } },
+  { stdio: 'inherit', env: { ...process.env, FENCELOCK_TEST_RUN: runId, FENCELOCK_TEST_BUILD: testBuild } },
 );
+removeTestBuild(testBuild);
 printDurations(Date.now() - started);
 printKeptFailures(runId);
 process.exit(result.status ?? 1);

@@ -37,7 +37,7 @@ function runQuick(dir: string): Promise<RunOutcome> {
   return new Promise((resolve) => {
     child = spawn(process.execPath, ['--import', 'tsx', path.join('bench', 'run.ts'), '--quick', '--out', dir], {
       cwd: repo,
-      // fencelock from src/: dist/ may be mid-rebuild by test/build.test.ts running alongside.
+      // fencelock from src/: the one under test (dist/ is whatever was built last, if anything).
       env: { ...process.env, FENCELOCK_BENCH_FROM_SOURCE: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

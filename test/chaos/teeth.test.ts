@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { faketimeAvailable } from '../support/faults/index.js';
+import { tsEntry } from '../support/entry.js';
 import { requireComponent, requireEtcd, requireZooKeeper } from '../support/optional.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -26,7 +27,7 @@ interface Run {
 
 function chaos(args: readonly string[], timeoutMs: number): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'test/chaos/main.ts', ...args], {
+    const child = spawn(process.execPath, [...tsEntry('test/chaos/main.ts'), ...args], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });

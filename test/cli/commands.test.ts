@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { LockManager } from '../../src/index.js';
 import { startRedisNodes, type LocalRedisNodes } from '../../src/testing/index.js';
 import { eventually } from '../support/harness.js';
-import { isAlive, runCli } from '../support/child.js';
+import { isAlive, runCli, tsEntry } from '../support/child.js';
 
 describe('fencelock inspect / release', () => {
   let nodes: LocalRedisNodes;
@@ -131,7 +131,7 @@ test('--help and --version exit 0', async () => {
 });
 
 test('nodes start prints working URLs and stops its nodes on Ctrl-C', async () => {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'nodes', 'start', '--count', '2'], {
+  const child = spawn(process.execPath, [...tsEntry('src/cli/main.ts'), 'nodes', 'start', '--count', '2'], {
     env: { ...process.env, NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

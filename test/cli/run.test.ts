@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { LockManager } from '../../src/index.js';
 import { startRedisNodes, type LocalRedisNodes } from '../../src/testing/index.js';
 import { eventually } from '../support/harness.js';
-import { isAlive, runCli } from '../support/child.js';
+import { isAlive, runCli, tsEntry } from '../support/child.js';
 
 /** A `fencelock` process from the sources, with its output collected as it comes. */
 interface Running {
@@ -19,7 +19,7 @@ interface Running {
 }
 
 function startCli(args: readonly string[], env: NodeJS.ProcessEnv): Running {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+  const child = spawn(process.execPath, [...tsEntry('src/cli/main.ts'), ...args], {
     env: { ...process.env, NO_COLOR: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

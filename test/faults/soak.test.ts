@@ -8,12 +8,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startRedisNode, startRedisNodes, type LocalRedisNode, type LocalRedisNodes } from '../../src/testing/index.js';
+import { tsEntry } from '../support/entry.js';
 import { eventually } from '../support/harness.js';
 import { checkHistory, decodeRecord, storeLogs, type HistoryRecord } from '../support/faults/index.js';
 import { scale } from './chaos-scale.js';
 import type { SoakConfig, SoakMessage, SoakReport } from './soak-worker.js';
 
-const WORKER_FILE = fileURLToPath(new URL('./soak-worker.ts', import.meta.url));
+const WORKER_FILE = 'test/faults/soak-worker.ts';
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const WORKERS = 5;
 const USERS = 200;
@@ -51,7 +52,7 @@ after(async () => {
 });
 
 function spawnWorker(id: string, config: SoakConfig): SoakWorker {
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', WORKER_FILE, id, JSON.stringify(config)], {
+  const child = spawn(process.execPath, ['--expose-gc', ...tsEntry(WORKER_FILE), id, JSON.stringify(config)], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

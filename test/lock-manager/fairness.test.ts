@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { LockTimeoutError, type Lock, type LockManager } from '../../src/index.js';
+import { tsEntry } from '../support/entry.js';
 import { CLIENT_KINDS, eventually } from '../support/harness.js';
 import { NODE_COUNTS, queued, readyManager, subscribers, uniqueResource, within, withNodeSets } from './helpers.js';
 
@@ -11,7 +12,7 @@ const OPTIONS = { ttl: 5000, nodeTimeout: 100, acquireTimeout: 5000 };
 
 /** A child process that waits in line for `resource` until SIGKILLed (test/fixtures/queued-waiter.ts). */
 function queuedWaiter(resource: string, urls: readonly string[]): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/queued-waiter.ts', resource, ...urls], { stdio: 'ignore' });
+  return spawn(process.execPath, [...tsEntry('test/fixtures/queued-waiter.ts'), resource, ...urls], { stdio: 'ignore' });
 }
 
 /** On how many nodes someone listens for the resource's releases. */
@@ -134,7 +135,7 @@ withNodeSets('fair waiting', NODE_COUNTS, (env) => {
       try {
         // Each child is queued before the next one starts, so arrival order is known.
         for (let i = 0; i < 3; i++) {
-          const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/fair-waiter.ts', `w${i}`, resource, ...nodes.urls], {
+          const child = spawn(process.execPath, [...tsEntry('test/fixtures/fair-waiter.ts'), `w${i}`, resource, ...nodes.urls], {
             stdio: ['ignore', 'pipe', 'inherit'],
           });
           children.push(child);

@@ -1,7 +1,8 @@
 // The package as a user installs it: packed, installed into fresh projects that each have one client library
 // (ioredis, redis, etcd3, node-zookeeper-client) and none of the others. In each: the declarations type-check
 // as ESM and CommonJS (strict, nodenext, skipLibCheck off), a program takes a lock, the CLI runs, and asking for
-// a store whose library is missing fails at once, naming the package (issue 24, points 1-4).
+// a store whose library is missing fails at once, naming the package (issue 24, points 1-4). The package built
+// for the tarball is also loaded from its dist/ and through its name, as ESM and CommonJS (built-package.ts).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startEtcdCluster, startRedisNode, startZooKeeperEnsemble } from '../../src/testing/index.js';
 import { requireEtcd, requireZooKeeper } from '../support/optional.js';
+import { builtPackageTests } from './built-package.js';
 import { installProject, packFencelock, run, type Run } from './consumer-project.js';
 import { CONSUMERS, program, TSCONFIG, type Consumer } from './consumer-sources.js';
 
@@ -79,6 +81,9 @@ describe('the packed package, installed next to one client library', () => {
     const importing = declarations.filter((f) => optional.test(readFileSync(path.join(dist, f), 'utf8')));
     assert.deepEqual(importing, []);
   });
+
+  // The copy that packFencelock built, with its dist/ (and the repository's node_modules, linked).
+  builtPackageTests(() => path.join(dir, 'fencelock'));
 
   for (const c of CONSUMERS) {
     test(`with only ${c.client}`, { skip: skip[c.client] }, async () => {

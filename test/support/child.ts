@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { tsEntry } from './entry.js';
 import { eventually } from './harness.js';
+
+export { tsEntry };
 
 export interface CliResult {
   code: number | null;
@@ -7,15 +10,19 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `fencelock <args>` from the sources, bounded by `timeoutMs` (killed past it). */
+/** Runs `fencelock <args>` from the sources (tsEntry), bounded by `timeoutMs` (killed past it). */
 export function runCli(args: readonly string[], timeoutMs = 60_000, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-  return runTs(['src/cli/main.ts', ...args], timeoutMs, env);
+  return runNode([...tsEntry('src/cli/main.ts'), ...args], timeoutMs, env);
 }
 
-/** Runs a TypeScript file (and its arguments) in a child Node process, output captured, bounded by `timeoutMs`. */
+/** Runs a TypeScript file (and its arguments) through tsx in a child Node process, output captured, bounded by `timeoutMs`. */
 export function runTs(args: readonly string[], timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  return runNode(['--import', 'tsx', ...args], timeoutMs, env);
+}
+
+function runNode(args: readonly string[], timeoutMs: number, env: NodeJS.ProcessEnv): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    const child = spawn(process.execPath, args, {
       env: { ...process.env, NO_COLOR: '1', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -55,7 +62,7 @@ export interface LeaseHolder {
 }
 
 export function startLeaseHolder(url: string, resource: string): LeaseHolder {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/lease-holder.ts', url, resource], {
+  const child = spawn(process.execPath, [...tsEntry('test/fixtures/lease-holder.ts'), url, resource], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

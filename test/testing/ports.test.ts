@@ -12,6 +12,7 @@ import path from 'node:path';
 import { startEtcdCluster, startRedisNode, startZooKeeperEnsemble } from '../../src/testing/index.js';
 import { listenerOf } from '../../src/testing/linux-proc.js';
 import { freePort, HOST, PORT_LOCK_DIR, releasePort } from '../../src/testing/ports.js';
+import { tsEntry } from '../support/entry.js';
 import { requireEtcd, requireZooKeeper } from '../support/optional.js';
 
 const linux = process.platform === 'linux' ? false : 'reads /proc (Linux only)';
@@ -29,8 +30,8 @@ interface Holder {
 
 /** test/fixtures/port-holder.ts taking `count` ports (each with its companion at `offset`), held until stdin closes. */
 function holder(count: number, offset?: number): Holder {
-  const args = ['test/fixtures/port-holder.ts', String(count), ...(offset === undefined ? [] : [String(offset)])];
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args]);
+  const args = [String(count), ...(offset === undefined ? [] : [String(offset)])];
+  const child = spawn(process.execPath, [...tsEntry('test/fixtures/port-holder.ts'), ...args]);
   let out = '';
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));

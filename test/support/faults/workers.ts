@@ -3,12 +3,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { LockManagerOptions, WithLockOptions } from '../../../src/index.js';
+import { tsEntry } from '../entry.js';
 import { decodeRecord, type HistoryRecord } from './history.js';
 import type { HoldStats } from './hold-loop.js';
 import type { OpVariation } from './ops.js';
 
-const WORKER_FILE = fileURLToPath(new URL('./lock-worker.ts', import.meta.url));
-/** `--import tsx` resolves from the working directory: run workers from the repository root. */
+const WORKER_FILE = 'test/support/faults/lock-worker.ts';
+/** `--import tsx` and WORKER_FILE resolve from the working directory: run workers from the repository root. */
 const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const OUTPUT_TAIL = 16_384;
 
@@ -163,7 +164,7 @@ export async function startWorkers(
   const workers = Array.from({ length: count }, (_, i) => {
     const id = `w${i + 1}`;
     const own = typeof config === 'function' ? config(i) : config;
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER_FILE, id, JSON.stringify(own)], {
+    const child = spawn(process.execPath, [...tsEntry(WORKER_FILE), id, JSON.stringify(own)], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
