@@ -47,6 +47,16 @@ const LEADER_COOLDOWN_MS = 1_000;
 
 const NO_QUEUE: QueueOptions = { fair: true, ticket: '', lease: 0 };
 
+/** One round's replies, with what they were asked for; `start`: a moment before any grant was written (the lease's date). */
+interface RoundReplies {
+  readonly resources: readonly string[];
+  readonly keys: ResourceKeys[];
+  readonly token: string;
+  readonly ttl: number;
+  readonly start: number;
+  readonly replies: AcquireReply[];
+}
+
 export class Redlock implements NodeSet {
   readonly quorum: number;
   /**
@@ -211,25 +221,18 @@ export class Redlock implements NodeSet {
     const start = monotonicNow();
     const replies = await this.sendAcquire(resources, keys, token, ttl, queue, leaderFirst);
     if (!Array.isArray(replies)) return replies;
-    return this.decide(resources, keys, token, ttl, start, replies, queue);
+    return this.decide({ resources, keys, token, ttl, start, replies }, queue);
   }
 
   /**
    * What the nodes' replies to one round amount to (acquireOnce, or a release that granted this process's
-   * next caller: releaseTo). `start`: a moment before any of the grants was written, the lease's date.
+   * next caller: releaseTo).
    */
-  private async decide(
-    resources: readonly string[],
-    keys: ResourceKeys[],
-    token: string,
-    ttl: number,
-    start: number,
-    replies: AcquireReply[],
-    queue: QueueOptions,
-  ): Promise<Attempt> {
-    const clear = this.clearGrant(resources, token, ttl, start, replies, keys);
+  private async decide(round: RoundReplies, queue: QueueOptions): Promise<Attempt> {
+    const clear = this.clearGrant(round);
     if (clear) return clear;
 
+    const { resources, keys, token, replies } = round;
     const failures: NodeFailure[] = [];
     const answers = judge(
       this,
@@ -241,7 +244,7 @@ export class Redlock implements NodeSet {
     const count = countGrants(answers, this.quorum);
     nameUntrusted(this, count, failures);
     if (count.counted.length >= this.quorum) {
-      const grant = await this.agreeOnFence(resources, keys, token, ttl, start, replies, answers, count, failures);
+      const grant = await this.agreeOnFence(round, answers, count, failures);
       if (grant) {
         // Nodes that said "held" (the last holder's key was still there) queued us: leave those queues,
         // or we would stand first in line there, holding up the next waiter until our place lapses.
@@ -271,14 +274,7 @@ export class Redlock implements NodeSet {
    * validity left. Nothing to judge, write back or clean up. Anything else (undefined) takes the full
    * path below, which decides the same way in this case.
    */
-  private clearGrant(
-    resources: readonly string[],
-    token: string,
-    ttl: number,
-    start: number,
-    replies: readonly AcquireReply[],
-    keys: readonly ResourceKeys[],
-  ): Attempt | undefined {
+  private clearGrant({ resources, keys, token, ttl, start, replies }: RoundReplies): Attempt | undefined {
     const first = replies[0];
     if (first?.kind !== 'granted' || this.options.waitForReplicas) return undefined;
     for (const r of replies) {
@@ -405,12 +401,7 @@ export class Redlock implements NodeSet {
    * trustworthy node, whose counter then already exceeds our fence.
    */
   private async agreeOnFence(
-    resources: readonly string[],
-    keys: ResourceKeys[],
-    token: string,
-    ttl: number,
-    start: number,
-    replies: AcquireReply[],
+    { resources, keys, token, ttl, start, replies }: RoundReplies,
     answers: readonly NodeAnswer[],
     count: GrantCount,
     failures: NodeFailure[],
@@ -515,9 +506,8 @@ export class Redlock implements NodeSet {
             ),
           );
         }
-        return this.decide(resources, keys, successor.token, successor.ttl, start, granted, NO_QUEUE).then((attempt) =>
-          attempt.kind === 'acquired' ? attempt : undefined,
-        );
+        const round = { resources, keys, token: successor.token, ttl: successor.ttl, start, replies: granted };
+        return this.decide(round, NO_QUEUE).then((attempt) => (attempt.kind === 'acquired' ? attempt : undefined));
       }),
     );
     return replies.then((outcomes) => {
