@@ -134,9 +134,16 @@ withNodeSets('local queue', [1, 3], (env) => {
     const locks = await readyManager(env(), 'ioredis', slow);
     const other = await readyManager(env(), 'ioredis', slow);
     const holder = await other.acquire(resource);
-    // a waits at the nodes (queued behind holder), b in a's process behind a.
+    // a waits at the nodes (queued behind holder), b in a's process behind a. a's manager was not subscribed
+    // yet, so a's first attempt is followed by one more as soon as its subscription is in place (wait.ts: a
+    // release may have slipped in between): both are done before the count starts.
+    const start = await scriptCalls(admin);
     const a = locks.acquire(resource);
-    await eventually(async () => (await queued(admin, resource)).every((q) => q.length === 1), 5000);
+    await eventually(async () => (await scriptCalls(admin)).every((n, i) => n - (start[i] as number) === 2), 5000);
+    assert.ok(
+      (await queued(admin, resource)).every((q) => q.length === 1),
+      'a is queued on every node',
+    );
     const b = locks.acquire(resource);
     const before = await scriptCalls(admin);
     await holder.release();

@@ -72,6 +72,14 @@ function address(url: string): string {
   }
 }
 
+/**
+ * Command options for our requests: no timeout of node-redis's own. Every request already has our deadline
+ * (nodeTimeout, adapters/node.ts), and node-redis 5 gives each command a 5 s one by default, made with
+ * `AbortSignal.timeout` and two listeners: in a W2 profile (64 callers, one node) that was about 15 % of the
+ * client's CPU and much of its garbage collection (30 %). Older node-redis ignores the option.
+ */
+const OWN_DEADLINE = Object.freeze({ timeout: 0 });
+
 /** node-redis driver: standalone `createClient` or `createCluster`. The user keeps ownership of the client. */
 export class NodeRedisDriver implements ClientDriver {
   readonly name: string;
@@ -101,12 +109,12 @@ export class NodeRedisDriver implements ClientDriver {
   }
 
   readonly sendRouted = (routingKey: string, args: readonly string[]): Promise<unknown> =>
-    this.client.sendCommand(routingKey, false, [...args]);
+    this.client.sendCommand(routingKey, false, [...args], OWN_DEADLINE);
 
   send(args: readonly string[]): Promise<unknown> {
-    if (!this.isCluster) return this.client.sendCommand([...args]);
+    if (!this.isCluster) return this.client.sendCommand([...args], OWN_DEADLINE);
     // EVAL/EVALSHA: args[2] is numkeys, args[3] the first key, which picks the slot.
-    return this.client.sendCommand(args[3], false, [...args]);
+    return this.client.sendCommand(args[3], false, [...args], OWN_DEADLINE);
   }
 
   async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
