@@ -52,6 +52,9 @@ export interface Arrival {
  *   tryOnce      the acquire script on every node (redlock.ts acquireOnce). One resource, free and nobody
  *                queued: its cheap path (SET NX PX + fence). Busy: the same call takes our place in each
  *                node's queue (enqueue), ordered by our ticket (arrival), which is the same on every node.
+ *                A caller that a release of its own process granted the lock (local-queue.ts successor,
+ *                redlock.ts releaseTo) takes that release's outcome instead, and makes this round only if
+ *                the grant fell short.
  *   listen       subscribe to the release channels: this manager's own, where a release names the waiter
  *                it handed the lock to, and the shared one ('*': a lock deleted with nobody queued)
  *   awaitTurn    sleep until the nodes that blocked us name us, or a timer: the holder's lease end, a
