@@ -47,15 +47,7 @@ export const RULES = {
 } as const;
 export type RuleName = keyof typeof RULES;
 
-/**
- * Besides the drawn managers, each worker runs one more: two loops (OpVariation.loops) with short work, so that its
- * callers meet in its local line and a release hands the lock to the next one inside the process (redlock.ts
- * releaseTo; the next caller waits parked only 20 ms behind a holder of its own process). Its seed is drawn after
- * the others', so every seed keeps the managers it had before.
- */
-const SHORT_WORK_PAIR = { loops: 2, workFactor: [0, 0.02], longWork: undefined } as const satisfies Partial<OpVariation>;
-
-/** How many LockManagers each worker process runs, besides the short-work pair: each with its own connections and its own concurrent hold loop. */
+/** How many LockManagers each worker process runs: each with its own connections and its own concurrent hold loop. */
 export const MANAGERS: readonly [number, number] = [2, 3];
 
 /**
@@ -68,8 +60,7 @@ export function drawManagers(seed: number, workers: readonly OpVariation[]): OpV
   const int = (lo: number, hi: number): number => lo + Math.floor(random() * (hi - lo + 1));
   return workers.map((v) => {
     const extra = int(MANAGERS[0], MANAGERS[1]) - 1;
-    const drawn = [v, ...Array.from({ length: extra }, () => ({ ...v, seed: int(1, 2 ** 31 - 1) }))];
-    return [...drawn, { ...v, seed: int(1, 2 ** 31 - 1), ...SHORT_WORK_PAIR }];
+    return [v, ...Array.from({ length: extra }, () => ({ ...v, seed: int(1, 2 ** 31 - 1) }))];
   });
 }
 

@@ -64,16 +64,8 @@ async function main(): Promise<void> {
     if (!(await go)) throw new Error(`no 'go' from the parent within ${READY_TIMEOUT_MS} ms`);
 
     const deadline = performance.now() + config.durationMs;
-    // A manager with several loops has callers of its own contending (its local line, the release's grant to
-    // its next caller); each loop draws its operations from its own seed.
-    const loops = clients.flatMap((client) =>
-      Array.from({ length: client.variation?.loops ?? 1 }, (_, j) => ({
-        ...client,
-        variation: client.variation && j > 0 ? { ...client.variation, seed: client.variation.seed + j } : client.variation,
-      })),
-    );
     await Promise.all(
-      loops.map(({ recorder, holder, variation }) =>
+      clients.map(({ recorder, holder, variation }) =>
         runHoldLoop({
           recorder,
           store,

@@ -76,11 +76,6 @@ export interface OpVariation {
   readonly skipExtendRate?: number;
   /** acquire: share of extends asking for a new ttl (drawn from ttlMs) rather than the lock's own */
   readonly newTtlRate?: number;
-  /**
-   * how many hold loops run at once on this manager (default 1): its callers of one resource then wait in its
-   * local line and take the lock from its own releases (redis/local-queue.ts, redlock.ts releaseTo)
-   */
-  readonly loops?: number;
 }
 
 /** The nextOp of a HoldLoop drawing each operation's kind, resources, ttl, timeout, work and flags from `v`. */
