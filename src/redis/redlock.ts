@@ -345,17 +345,9 @@ export class Redlock implements NodeSet {
         this.options.nodeTimeout,
         firstConnect,
       );
-      if (!this.options.waitForReplicas)
-        return asked.then(
-          (reply) =>
-            this.noted(
-              i,
-              parseAcquireReply(reply, node, (epoch) => this.epochOf(i, epoch)),
-            ),
-          failed,
-        );
+      if (!this.options.waitForReplicas) return asked.then((reply) => this.noted(i, this.parsed(i, reply)), failed);
       return asked
-        .then((reply) => parseAcquireReply(reply, node, (epoch) => this.epochOf(i, epoch)))
+        .then((reply) => this.parsed(i, reply))
         .then((reply) =>
           reply.kind === 'error' ? Promise.reject(reply.error) : reply.kind === 'granted' ? this.replicated(i, keys, reply) : reply,
         )
@@ -372,6 +364,11 @@ export class Redlock implements NodeSet {
       }
       return Promise.all(this.nodes.map((_, i) => (i === leader ? first : ask(i))));
     });
+  }
+
+  /** Node i's acquire script reply, parsed, its epoch as the node's shared copy (epochOf). */
+  private parsed(i: number, reply: unknown): AcquireReply {
+    return parseAcquireReply(reply, this.nodes[i] as RedisNode, (epoch) => this.epochOf(i, epoch));
   }
 
   /** One node's acquire reply, noted: its fence counter for the hint (see fenceHint), its failure for the leader's cooldown. */
@@ -499,12 +496,7 @@ export class Redlock implements NodeSet {
         for (const [i, outcome] of outcomes.entries()) {
           // A node error is the release's to report (below), once; the caller's own round meets it again.
           if (typeof outcome !== 'string') return undefined;
-          granted.push(
-            this.noted(
-              i,
-              parseAcquireReply(outcome, this.nodes[i] as RedisNode, (epoch) => this.epochOf(i, epoch)),
-            ),
-          );
+          granted.push(this.noted(i, this.parsed(i, outcome)));
         }
         const round = { resources, keys, token: successor.token, ttl: successor.ttl, start, replies: granted };
         return this.decide(round, NO_QUEUE).then((attempt) => (attempt.kind === 'acquired' ? attempt : undefined));

@@ -60,3 +60,12 @@ local function next_fence(marker)
   if f < 9007199254740992 then return string.format('%.0f', f) end
   return redis.call('HGET', marker, 'fence')
 end
+
+-- One key just granted for `ttl` ms (acquire.lua's cheap path, release.lua's grant to the releasing process's
+-- next caller): the node's state, the counter raised to `hint` ('' = none), a new fence, as acquire.lua's
+-- grant reply '1 fence epoch age trusted longest'.
+local function grant_reply(marker, ttl, new_epoch, want_age, hint)
+  local epoch, age, trusted, longest = node_state(marker, ttl, new_epoch, want_age)
+  if hint ~= '' then raise_counter(marker, hint) end
+  return '1 ' .. next_fence(marker) .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest
+end

@@ -42,9 +42,7 @@ local marker = KEYS[n + 1]
 if n == 1 then
   local b = string.sub(KEYS[1], 1, -6)
   if redis.call('EXISTS', b .. ':queue', b .. ':fence') == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2]) then
-    local epoch, age, trusted, longest = node_state(marker, ARGV[2], ARGV[4], ARGV[8] == '1')
-    if ARGV[9] ~= '' then raise_counter(marker, ARGV[9]) end
-    return '1 ' .. next_fence(marker) .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest
+    return grant_reply(marker, ARGV[2], ARGV[4], ARGV[8] == '1', ARGV[9])
   end
 end
 

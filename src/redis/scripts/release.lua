@@ -27,11 +27,8 @@ for i = 1, n do
     local waiting = redis.call('EXISTS', base .. ':queue', base .. ':watch') > 0
     local handed = (waiting or successor) and hand_over(KEYS[i], successor, ARGV[3], ARGV[4])
     if handed == 'successor' then
-      local marker = KEYS[2]
-      fold_legacy(marker, base .. ':fence')
-      local epoch, age, trusted, longest = node_state(marker, ARGV[4], ARGV[5], ARGV[6] == '1')
-      if ARGV[7] ~= '' then raise_counter(marker, ARGV[7]) end
-      return '1 ' .. next_fence(marker) .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest
+      fold_legacy(KEYS[2], base .. ':fence')
+      return grant_reply(KEYS[2], ARGV[4], ARGV[5], ARGV[6] == '1', ARGV[7])
     end
     if not handed then
       redis.call('DEL', KEYS[i])
