@@ -92,7 +92,7 @@ function main(): void {
   const args = process.argv.slice(2);
   const topAt = args.indexOf('--top');
   const top = topAt >= 0 ? Number(args[topAt + 1]) : 25;
-  const files = args.filter((a, i) => !a.startsWith('--') && i !== topAt + 1);
+  const files = args.filter((a, i) => !a.startsWith('--') && (topAt < 0 || i !== topAt + 1));
   for (const file of files) {
     const { total, byOrigin, byFunction, byFencelockCaller, inclusive } = summarise(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile);
     const pct = (us: number): string => `${((100 * us) / total).toFixed(1).padStart(5)} %`;

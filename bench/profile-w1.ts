@@ -47,24 +47,7 @@ const releaseScriptSha = String(await admin.script('LOAD', releaseLua as string)
 async function protocolPair(key: string): Promise<void> {
   const token = randomBytes(18).toString('base64url');
   const lock = `fencelock:{${key}}:lock`;
-  const ticket = (performance.timeOrigin + performance.now()).toFixed(3);
-  const reply = String(
-    await client.evalsha(
-      acquireSha,
-      2,
-      lock,
-      'fencelock:{node}:epoch',
-      token,
-      '10000',
-      '1',
-      'abcdef0123456789',
-      ticket,
-      '1000',
-      '1',
-      '0',
-      '',
-    ),
-  );
+  const reply = String(await client.evalsha(acquireSha, 2, lock, 'fencelock:{node}:epoch', token, '10000'));
   if (!reply.startsWith('1 ')) throw new Error(`${key} taken: ${reply}`);
   await client.evalsha(releaseScriptSha, 1, lock, token);
 }

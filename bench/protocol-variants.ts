@@ -50,8 +50,7 @@ const script =
   (s: string): Acquire =>
   (lock, token) =>
     c.evalsha(s, 2, lock, MARKER, token, '10000');
-const fencelockAcquire: Acquire = (lock, token) =>
-  c.evalsha(sha.acquire, 2, lock, MARKER, token, '10000', '1', 'abcdef0123456789', '123.4', '1000', '1', '0', '');
+const fencelockAcquire: Acquire = (lock, token) => c.evalsha(sha.acquire, 2, lock, MARKER, token, '10000');
 const base = (lock: string): string => lock.slice(0, -':lock'.length);
 const multiApi: Acquire = (lock, token) =>
   c

@@ -67,19 +67,8 @@ try {
     ]);
   }
   const acquire = await load(acquireLua as string);
-  const acquireArgs = (i: number): string[] => [
-    `f:{r${i}}:lock`,
-    'f:{node}:marker',
-    token(),
-    '10000',
-    '1',
-    'abcdef0123456789',
-    `${i}.000`,
-    '1000',
-    '1',
-    '0',
-    '',
-  ];
+  // The uncontended first attempt: token and ttl alone (redlock.ts acquireArgs).
+  const acquireArgs = (i: number): string[] => [`f:{r${i}}:lock`, 'f:{node}:marker', token(), '10000'];
   rows.push([
     'fencelock acquire.lua (cheap path: trusted node, nobody queued)',
     await measure('evalsha', (p, i) => p.evalsha(acquire, 2, ...acquireArgs(i))),

@@ -97,8 +97,7 @@ export class Admission {
   readonly acquire: NodeAcquire = (resources, opts, signal, onRetry, arrival) => {
     // #pump keeps the line empty while slots are free: nobody is passed over. A caller that a release by this
     // process granted the lock (arrival.handed) needs no request to start: it does not queue here.
-    if (this.#starting < this.limit || this.degraded() || arrival?.handed)
-      return this.#start(resources, opts, signal, onRetry, arrival);
+    if (this.#starting < this.limit || this.degraded() || arrival?.handed) return this.#start(resources, opts, signal, onRetry, arrival);
     if (signal?.aborted) return Promise.reject(signal.reason);
     const started = arrival?.started ?? monotonicNow();
     const ticket = arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : '');

@@ -8,7 +8,7 @@ import { ExtendBatcher } from './extend-batch.js';
 import { NodeHealth, type NodeReport } from './node-health.js';
 import { acquireKeys, parseAcquireReply, type AcquireReply } from './replies.js';
 import { LocalWaiters } from './notifications.js';
-import { randomHex, randomSlice } from '../random.js';
+import { randomSlice } from '../random.js';
 import { Repairs } from './repair.js';
 import { judge, nameUntrusted, shortOf } from './judge.js';
 import { dequeue, extendGrant, raiseFenceOn, releaseGrant, releaseOn, type Successor } from './lease.js';
@@ -316,18 +316,7 @@ export class Redlock implements NodeSet {
     leaderFirst: boolean,
   ): Promise<AcquireReply[] | Attempt> {
     const start = monotonicNow();
-    const args = [
-      token,
-      String(ttl),
-      String(resources.length),
-      randomHex(8),
-      queue.ticket,
-      String(queue.lease),
-      queue.fair ? '1' : queue.watch ? 'w' : '0',
-      this.health.wantAge(start) ? '1' : '0',
-      // Only needed once the nodes' counters have drifted apart (see fenceHint); never on one node.
-      this.countersDiffer ? this.fenceHint.toString() : '',
-    ];
+    const args = acquireArgs(token, ttl, queue, this.health.wantAge(start), this.countersDiffer ? this.fenceHint : undefined);
     // Standalone nodes all take the same keys (their marker has one name); a Cluster node's marker is its slot's.
     const shared = this.anyCluster ? undefined : acquireKeys(keys, this.marker);
     // A connection not yet up (a manager built from URLs a moment ago) may take longer, within what the lease allows.
@@ -478,9 +467,8 @@ export class Redlock implements NodeSet {
       successor.token,
       successor.ticket,
       String(successor.ttl),
-      randomHex(8),
-      this.health.wantAge(start) ? '1' : '0',
       this.countersDiffer ? this.fenceHint.toString() : '',
+      this.health.wantAge(start) ? '1' : '0',
     ];
     const replies = Promise.all(
       this.nodes.map((node, i) =>
@@ -511,4 +499,18 @@ export class Redlock implements NodeSet {
       return { released, nodes: this.nodes.length };
     });
   }
+}
+
+/**
+ * acquire.lua's arguments, its trailing optional ones left out where they would say their default: a first
+ * attempt with nothing to queue, no quarantine to watch and counters that agree sends token and ttl alone.
+ * `hint`: the highest fence seen, needed only once the nodes' counters have drifted apart (see fenceHint).
+ */
+export function acquireArgs(token: string, ttl: number, queue: QueueOptions, wantAge: boolean, hint: bigint | undefined): string[] {
+  const fair = queue.fair ? '1' : queue.watch ? 'w' : '0';
+  if (queue.ticket === '' && fair === '1') {
+    if (!wantAge && hint === undefined) return [token, String(ttl)];
+    return [token, String(ttl), hint === undefined ? '' : hint.toString(), wantAge ? '1' : '0'];
+  }
+  return [token, String(ttl), hint === undefined ? '' : hint.toString(), wantAge ? '1' : '0', queue.ticket, String(queue.lease), fair];
 }

@@ -50,13 +50,16 @@ export interface Arrival {
  * acquire() of a mutex at the nodes, one step after the other (the class below, in this order):
  *
  *   tryOnce      the acquire script on every node (redlock.ts acquireOnce). One resource, free and nobody
- *                queued: its cheap path (SET NX PX + fence). Busy: the same call takes our place in each
- *                node's queue (enqueue), ordered by our ticket (arrival), which is the same on every node.
+ *                queued: its cheap path (SET NX PX + fence). When nobody waits for it in this process, the
+ *                request is token and ttl alone, a bare try; when others do (we listen already), the same
+ *                call, busy, takes our place in each node's queue (enqueue), ordered by our ticket (arrival),
+ *                which is the same on every node.
  *                A caller that a release of its own process granted the lock (local-queue.ts successor,
  *                redlock.ts releaseTo) takes that release's outcome instead, and makes this round only if
  *                the grant fell short.
  *   listen       subscribe to the release channels: this manager's own, where a release names the waiter
- *                it handed the lock to, and the shared one ('*': a lock deleted with nobody queued)
+ *                it handed the lock to, and the shared one ('*': a lock deleted with nobody queued); then at
+ *                once an attempt that takes our place in line (a release may have slipped in meanwhile)
  *   awaitTurn    sleep until the nodes that blocked us name us, or a timer: the holder's lease end, a
  *                capped backoff, or (not first in line) keeping our place before its lease lapses
  *   confirm      the next attempt. A release hands the lock to the first live waiter in line (release.lua:
@@ -134,8 +137,12 @@ class MutexWait {
     // no release between the attempt and the wait can slip by, and no extra attempt is needed.
     if (this.#waits && this.notifications.watching && this.notifications.isReady(this.#channelNames())) this.#listen();
     try {
-      let last = (this.#handed && (await this.#takeHanded(this.#handed))) || (await this.#round(false));
-      if (this.#nodesFailed(last)) last = await this.#round(false);
+      // Nobody waits for it in this process (not listening yet): the first round is a bare try, whose request is
+      // token and ttl alone (redlock.ts acquireArgs). Busy, it takes no place in line; the attempt that follows
+      // the subscription at once (subscribedLate below) does, with the ticket of our arrival.
+      const first = this.#watch ? this.#queue : tryOnly(this.#queue);
+      let last = (this.#handed && (await this.#takeHanded(this.#handed))) || (await this.#round(false, first));
+      if (this.#nodesFailed(last)) last = await this.#round(false, first);
       this.#firstAttemptDone?.();
       if (last.kind === 'acquired') return this.#result(last.grant);
       this.#stopUnlessWaiting(last);
@@ -218,9 +225,9 @@ class MutexWait {
     return guard(this.redlock, handed, this.signal);
   }
 
-  #round(leaderFirst: boolean): Promise<Attempt> {
+  #round(leaderFirst: boolean, queue = this.#queue): Promise<Attempt> {
     this.#attempts++;
-    const work = acquireRound(this.redlock, this.resources, this.#token, this.opts.ttl, this.#queue, leaderFirst);
+    const work = acquireRound(this.redlock, this.resources, this.#token, this.opts.ttl, queue, leaderFirst);
     // Kept as is (no catch handler per round): it is always handled, by guard or by the await of the caller.
     this.#inFlight = work;
     return guard(this.redlock, work, this.signal);
@@ -249,6 +256,11 @@ class MutexWait {
   #result(grant: Grant): WaitResult {
     return { grant, attempts: this.#attempts, waited: this.#waited() };
   }
+}
+
+/** A first attempt that takes no place in line (see MutexWait.run); a fair one still lets queued waiters go first. */
+function tryOnly(queue: QueueOptions): QueueOptions {
+  return queue.ticket === '' && !queue.watch ? queue : { fair: queue.fair, ticket: '', lease: queue.lease };
 }
 
 /** How long to sleep after a failed attempt, and how many nodes must notify us to cut it short. */

@@ -28,9 +28,9 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     }
   }
   const release = (resource: string, token: string): Promise<unknown> => admin().eval(releaseLua, 1, keysOf(resource).lock, token);
-  /** release.lua with a successor (redlock.ts releaseTo): its token, ticket and ttl; a new epoch, no age, no fence hint. */
+  /** release.lua with a successor (redlock.ts releaseTo): its token, ticket and ttl; no fence hint, no age. */
   const releaseTo = (resource: string, token: string, successor: string, ticket: string, ttl: string, marker: string): Promise<unknown> =>
-    admin().eval(releaseLua, 2, keysOf(resource).lock, marker, token, successor, ticket, ttl, 'e0000001', '0', '');
+    admin().eval(releaseLua, 2, keysOf(resource).lock, marker, token, successor, ticket, ttl, '', '0');
 
   test('goes to the first waiter whose place is live, skipping and dropping lapsed places; PX = what is left of its place', async () => {
     const r = uniqueResource('lapsed');

@@ -18,22 +18,28 @@
 --   <base>:fence   fencelock 0.1's per-resource counter (folded in, see _node-state.lua)
 --   <base>:queue   the wait queue (sorted set: member = owner token, score = ticket)
 --   <base>:leases  the queue's leases (sorted set: member = owner token, score = lease end, ms)
--- ARGV[1] owner token   ARGV[2] ttl ms   ARGV[3] n   ARGV[4] epoch to use if the marker is missing
--- ARGV[5] ticket: '' = do not queue (one attempt), else this waiter's place (arrival time)
--- ARGV[6] queue lease ms   ARGV[7] '1' = fair: a queued waiter ahead of us takes precedence;
+-- ARGV[1] owner token   ARGV[2] ttl ms
+-- The rest is optional, and a missing argument takes the default in brackets: the common request (a first
+-- attempt, counters that agree, no quarantine) is the two above alone, since every argument costs the client
+-- and the server (src/redis/redlock.ts acquireArgs).
+-- ARGV[3] the highest fence the client has seen on any of its nodes ['' = none]: the counter is raised to
+--         it first, so the nodes of one round issue the same fence and none needs a write-back afterwards
+-- ARGV[4] '1' = report the marker's age even when the node is trusted (restart quarantine) ['0']
+-- ARGV[5] ticket: this waiter's place (arrival time) ['' = do not queue: one attempt]
+-- ARGV[6] queue lease ms   ARGV[7] '1' = fair: a queued waiter ahead of us takes precedence ['1'];
 --         'w' = a waiter that does not queue (fair: false): when the lock is held, <base>:watch (expiring after
 --         the queue lease) asks the release to announce it ('*'), since the release only reads the queue otherwise
--- ARGV[8] '1' = report the marker's age even when the node is trusted (restart quarantine)
--- ARGV[9] the highest fence the client has seen on any of its nodes ('' = none): the counter is raised to
---         it first, so the nodes of one round issue the same fence and none needs a write-back afterwards
+-- The lock keys are KEYS[1..n], n = #KEYS - 1. A node with no marker (new, or it lost its data) takes the
+-- token's last 16 characters (random) as its new epoch.
 -- Returns one string of space-separated fields (one bulk reply is cheaper to send and parse than an array):
 --   '1 fence epoch age trusted longest' when acquired (marker age ms, node trusted 1/0, longest ttl ms);
 --   '0 held epoch age trusted longest ahead counter' when not: the longest remaining ms of the keys held by
 --   others (-1: no expiry, 0: free), 1 if another waiter is ahead of us in a queue, and the node's fence
---   counter (only when ARGV[9] is given, else 0).
+--   counter (only when ARGV[3] is given, else 0).
 -- #include _node-state.lua
-local n = tonumber(ARGV[3])
-local token, ticket, fair = ARGV[1], ARGV[5], ARGV[7] == '1'
+local n = #KEYS - 1
+local token, ttl, hint, want_age = ARGV[1], ARGV[2], ARGV[3] or '', ARGV[4] == '1'
+local ticket, fair = ARGV[5] or '', (ARGV[7] or '1') == '1'
 local marker = KEYS[n + 1]
 
 -- The cheap path (see above), before anything else is built: four calls (EXISTS, SET, the marker's HMGET,
@@ -41,15 +47,15 @@ local marker = KEYS[n + 1]
 -- One EXISTS checks both the queue and fencelock 0.1's counter.
 if n == 1 then
   local b = string.sub(KEYS[1], 1, -6)
-  if redis.call('EXISTS', b .. ':queue', b .. ':fence') == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[2]) then
-    return grant_reply(marker, ARGV[2], ARGV[4], ARGV[8] == '1', ARGV[9])
+  if redis.call('EXISTS', b .. ':queue', b .. ':fence') == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
+    return grant_reply(marker, ttl, string.sub(token, -16), want_age, hint)
   end
 end
 
 -- Each resource's key name without ':lock': its other keys are this plus a suffix, built only when used.
 local base = {}
 for i = 1, n do base[i] = string.sub(KEYS[i], 1, -6) end
-local epoch, age, trusted, longest = node_state(marker, ARGV[2], ARGV[4], ARGV[8] == '1')
+local epoch, age, trusted, longest = node_state(marker, ttl, string.sub(token, -16), want_age)
 
 -- GET (not EXISTS) so that a key of another type fails with WRONGTYPE instead
 -- of being treated as a lock: we never touch data we did not write.
@@ -112,15 +118,15 @@ if held or ahead then
   elseif ARGV[7] == 'w' then
     for i = 1, n do redis.call('SET', base[i] .. ':watch', '1', 'PX', ARGV[6]) end
   end
-  local counter = ARGV[9] ~= '' and (redis.call('HGET', marker, 'fence') or '0') or '0'
+  local counter = hint ~= '' and (redis.call('HGET', marker, 'fence') or '0') or '0'
   return '0 ' .. held_ms .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest .. (ahead and ' 1 ' or ' 0 ') .. counter
 end
 
 -- One counter for every resource: the fence exceeds every earlier fence of each of them.
 for i = 1, n do fold_legacy(marker, base[i] .. ':fence') end
-if ARGV[9] ~= '' then raise_counter(marker, ARGV[9]) end
+if hint ~= '' then raise_counter(marker, hint) end
 local fence = next_fence(marker)
-for i = 1, n do redis.call('SET', KEYS[i], token, 'PX', ARGV[2]) end
+for i = 1, n do redis.call('SET', KEYS[i], token, 'PX', ttl) end
 -- Our turn has come: leave the queue.
 if queued then
   for i = 1, n do

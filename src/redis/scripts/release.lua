@@ -4,10 +4,10 @@
 -- (<base>:leases) and release channel (<base>:released) are named after it (src/redis/keys.ts) and
 -- share its hash slot.
 -- ARGV[1] owner token
--- ARGV[2..7] (optional, one lock key) the releasing process's next caller for this resource, not yet in the
+-- ARGV[2..6] (optional, one lock key) the releasing process's next caller for this resource, not yet in the
 --            nodes' queue (local-queue.ts): its token, its ticket (arrival), its ttl ms, then as acquire.lua's
---            ARGV[4], ARGV[8] and ARGV[9]: the epoch to use if the marker is missing, '1' = report the marker's
---            age, the fence hint. KEYS[2] is then this node's marker.
+--            ARGV[3] and ARGV[4]: the fence hint, '1' = report the marker's age. KEYS[2] is then this node's
+--            marker (a missing one takes the caller's token's last 16 characters as its epoch, as in acquire.lua).
 --            It gets the lock when it arrived before every live waiter in the queue, and the release grants it
 --            there and then, as acquire.lua's cheap path would: its ttl, a new fence. Its caller dates the
 --            lease from the moment it sent this release, which came before the grant (redlock.ts).
@@ -28,7 +28,7 @@ for i = 1, n do
     local handed = (waiting or successor) and hand_over(KEYS[i], successor, ARGV[3], ARGV[4])
     if handed == 'successor' then
       fold_legacy(KEYS[2], base .. ':fence')
-      return grant_reply(KEYS[2], ARGV[4], ARGV[5], ARGV[6] == '1', ARGV[7])
+      return grant_reply(KEYS[2], ARGV[4], string.sub(successor, -16), ARGV[6] == '1', ARGV[5])
     end
     if not handed then
       redis.call('DEL', KEYS[i])
