@@ -145,6 +145,17 @@ export function releaseOn(
   const args = [token];
   const timeout = redlock.options.nodeTimeout;
   const count = indexes?.length ?? redlock.nodes.length;
+  if (count === 1) {
+    // One node (the single-instance lock): its reply is the outcome, with no Promise.all around it.
+    const node = redlock.nodes[indexes ? (indexes[0] as number) : 0] as RedisNode;
+    return node.run(scripts.release, lockKeys, args, timeout).then(
+      (reply) => (deletedAny(reply) ? 1 : 0),
+      (error: Error) => {
+        redlock.reportNodeError(node, error, 'release', resources);
+        return 0;
+      },
+    );
+  }
   const asked: Array<Promise<boolean | Error>> = [];
   for (let k = 0; k < count; k++) {
     const node = redlock.nodes[indexes ? (indexes[k] as number) : k] as RedisNode;

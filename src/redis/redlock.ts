@@ -209,7 +209,7 @@ export class Redlock implements NodeSet {
    * the clients were given in, so all processes agree on it. A leader that
    * failed recently is skipped.
    */
-  async acquireOnce(
+  acquireOnce(
     resources: readonly string[],
     token: string,
     ttl: number,
@@ -219,19 +219,22 @@ export class Redlock implements NodeSet {
     this.health.used(ttl);
     const keys = this.keys(resources);
     const start = monotonicNow();
-    const replies = await this.sendAcquire(resources, keys, token, ttl, queue, leaderFirst);
-    if (!Array.isArray(replies)) return replies;
-    return this.decide({ resources, keys, token, ttl, start, replies }, queue);
+    // No async frame: an uncontended round ends in clearGrant, with one promise reaction and nothing else.
+    return this.sendAcquire(resources, keys, token, ttl, queue, leaderFirst).then((replies) =>
+      Array.isArray(replies) ? this.decide({ resources, keys, token, ttl, start, replies }, queue) : replies,
+    );
   }
 
   /**
    * What the nodes' replies to one round amount to (acquireOnce, or a release that granted this process's
    * next caller: releaseTo).
    */
-  private async decide(round: RoundReplies, queue: QueueOptions): Promise<Attempt> {
-    const clear = this.clearGrant(round);
-    if (clear) return clear;
+  private decide(round: RoundReplies, queue: QueueOptions): Attempt | Promise<Attempt> {
+    return this.clearGrant(round) ?? this.judgeRound(round, queue);
+  }
 
+  /** decide's full path: judge every reply, count the quorum, agree on the fence, or clean up and say why not. */
+  private async judgeRound(round: RoundReplies, queue: QueueOptions): Promise<Attempt> {
     const { resources, keys, token, replies } = round;
     const failures: NodeFailure[] = [];
     const answers = judge(
@@ -342,7 +345,7 @@ export class Redlock implements NodeSet {
         )
         .then(undefined, failed);
     };
-    if (this.nodes.length === 1) return Promise.all([ask(0)]);
+    if (this.nodes.length === 1) return ask(0).then(oneReply);
     const leader = leaderFirst ? this.leaderFor(resources) : -1;
     if (leader < 0 || start - (this.lastFailure[leader] as number) <= LEADER_COOLDOWN_MS)
       return Promise.all(this.nodes.map((_, i) => ask(i)));
@@ -487,7 +490,7 @@ export class Redlock implements NodeSet {
           granted.push(this.noted(i, this.parsed(i, outcome)));
         }
         const round = { resources, keys, token: successor.token, ttl: successor.ttl, start, replies: granted };
-        return this.decide(round, NO_QUEUE).then((attempt) => (attempt.kind === 'acquired' ? attempt : undefined));
+        return Promise.resolve(this.decide(round, NO_QUEUE)).then((attempt) => (attempt.kind === 'acquired' ? attempt : undefined));
       }),
     );
     return replies.then((outcomes) => {
@@ -514,3 +517,6 @@ export function acquireArgs(token: string, ttl: number, queue: QueueOptions, wan
   }
   return [token, String(ttl), hint === undefined ? '' : hint.toString(), wantAge ? '1' : '0', queue.ticket, String(queue.lease), fair];
 }
+
+/** The single-instance lock's round: its one reply as the round's list (cheaper than a Promise.all of one). */
+const oneReply = (reply: AcquireReply): AcquireReply[] => [reply];

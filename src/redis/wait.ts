@@ -132,17 +132,32 @@ class MutexWait {
     this.#handed = arrival?.handed;
   }
 
-  async run(): Promise<WaitResult> {
+  run(): Promise<WaitResult> {
     // Already subscribed in this process (others wait here too): listen before the first attempt, so that
     // no release between the attempt and the wait can slip by, and no extra attempt is needed.
     if (this.#waits && this.notifications.watching && this.notifications.isReady(this.#channelNames())) this.#listen();
+    if (this.#handed || this.#watch) return this.#wait(undefined);
+    // Nobody waits for it in this process (not listening yet): the first round is a bare try, whose request is
+    // token and ttl alone (redlock.ts acquireArgs). Busy, it takes no place in line; the attempt that follows
+    // the subscription at once (subscribedLate below) does, with the ticket of our arrival. Granted (the
+    // uncontended acquire), the call ends here, without entering the wait loop's async frame.
+    return this.#round(false, tryOnly(this.#queue)).then(
+      (first) => {
+        if (first.kind !== 'acquired') return this.#wait(first);
+        this.#firstAttemptDone?.();
+        return this.#result(first.grant);
+      },
+      (error: unknown) => this.#wait(new FirstRoundFailed(error)),
+    );
+  }
+
+  /** run() from its first round's outcome on (undefined: that round is still to make), through the wait loop. */
+  async #wait(first: Attempt | FirstRoundFailed | undefined): Promise<WaitResult> {
     try {
-      // Nobody waits for it in this process (not listening yet): the first round is a bare try, whose request is
-      // token and ttl alone (redlock.ts acquireArgs). Busy, it takes no place in line; the attempt that follows
-      // the subscription at once (subscribedLate below) does, with the ticket of our arrival.
-      const first = this.#watch ? this.#queue : tryOnly(this.#queue);
-      let last = (this.#handed && (await this.#takeHanded(this.#handed))) || (await this.#round(false, first));
-      if (this.#nodesFailed(last)) last = await this.#round(false, first);
+      if (first instanceof FirstRoundFailed) throw first.error;
+      const bare = this.#watch ? this.#queue : tryOnly(this.#queue);
+      let last = first ?? ((this.#handed && (await this.#takeHanded(this.#handed))) || (await this.#round(false, bare)));
+      if (this.#nodesFailed(last)) last = await this.#round(false, bare);
       this.#firstAttemptDone?.();
       if (last.kind === 'acquired') return this.#result(last.grant);
       this.#stopUnlessWaiting(last);
@@ -256,6 +271,11 @@ class MutexWait {
   #result(grant: Grant): WaitResult {
     return { grant, attempts: this.#attempts, waited: this.#waited() };
   }
+}
+
+/** The first round of MutexWait.run rejected (an abort, the manager closing): #wait throws it as its own. */
+class FirstRoundFailed {
+  constructor(readonly error: unknown) {}
 }
 
 /** A first attempt that takes no place in line (see MutexWait.run); a fair one still lets queued waiters go first. */
