@@ -13,32 +13,27 @@ const OPTIONS = { ttl: 5000, nodeTimeout: 200, acquireTimeout: 10_000 };
 
 test('acquireArgs leaves out the trailing arguments that would say their default', () => {
   const bare = { fair: true, ticket: '', lease: 2800 };
-  assert.deepEqual(acquireArgs('t', 5000, bare, false, undefined), ['t', '5000'], 'a bare try: token and ttl');
-  assert.deepEqual(acquireArgs('t', 5000, bare, true, undefined), ['t', '5000', '', '1'], 'the age asked for (quarantine)');
-  assert.deepEqual(acquireArgs('t', 5000, bare, false, 42n), ['t', '5000', '42', '0'], 'a fence hint');
-  assert.deepEqual(
-    acquireArgs('t', 5000, { fair: true, ticket: '17.5', lease: 2800 }, false, undefined),
-    ['t', '5000', '', '0', '17.5', '2800', '1'],
-    'a place in line: ticket, queue lease, fair',
-  );
-  assert.deepEqual(acquireArgs('t', 5000, { fair: false, ticket: '', lease: 2800, watch: true }, false, undefined), [
-    't',
-    '5000',
-    '',
-    '0',
-    '',
-    '2800',
-    'w',
-  ]);
-  assert.deepEqual(acquireArgs('t', 5000, { fair: false, ticket: '', lease: 2800 }, false, undefined), [
-    't',
-    '5000',
-    '',
-    '0',
-    '',
-    '2800',
-    '0',
-  ]);
+  const cases: ReadonlyArray<[string, Parameters<typeof acquireArgs>, string[]]> = [
+    ['a bare try: token and ttl', ['t', 5000, bare, false, undefined], ['t', '5000']],
+    ['the age asked for (quarantine)', ['t', 5000, bare, true, undefined], ['t', '5000', '', '1']],
+    ['a fence hint', ['t', 5000, bare, false, 42n], ['t', '5000', '42', '0']],
+    [
+      'a place in line: ticket, queue lease, fair',
+      ['t', 5000, { fair: true, ticket: '17.5', lease: 2800 }, false, undefined],
+      ['t', '5000', '', '0', '17.5', '2800', '1'],
+    ],
+    [
+      'an unfair waiter that watches',
+      ['t', 5000, { fair: false, ticket: '', lease: 2800, watch: true }, false, undefined],
+      ['t', '5000', '', '0', '', '2800', 'w'],
+    ],
+    [
+      'an unfair single attempt',
+      ['t', 5000, { fair: false, ticket: '', lease: 2800 }, false, undefined],
+      ['t', '5000', '', '0', '', '2800', '0'],
+    ],
+  ];
+  for (const [what, args, expected] of cases) assert.deepEqual(acquireArgs(...args), expected, what);
 });
 
 /** The acquire script calls (EVAL/EVALSHA of acquire.lua) each node saw while `work` ran: the arguments after the keys. */
