@@ -178,6 +178,8 @@ class Request<T> implements Deadline, Slotted {
   #waitingForSlot = false;
   /** a timer (Deadlines) tracks it now */
   #timed = false;
+  /** its timer once fired late and it was given one more timeout (see #expireNow) */
+  #lookedAgain = false;
 
   constructor(
     private readonly node: DriverNode,
@@ -248,18 +250,32 @@ class Request<T> implements Deadline, Slotted {
     // Node runs due timers before it reads the sockets: after a stall of this process (a burst of
     // requests sent in one go, a long synchronous task) the answer may already be waiting unread.
     // setImmediate runs after the sockets are read, so such an answer still wins.
-    setImmediate(() => this.#expireNow());
+    const firedAt = performance.now();
+    setImmediate(() => this.#expireNow(firedAt));
   }
 
-  #expireNow(): void {
+  /**
+   * The verdict on a request whose timer fired at `firedAt`. What the node has answered is known as of the
+   * socket reads that came after `firedAt`; the verdict is judged as of then, not as of now. A check phase can
+   * run long before it gets here (hundreds of other requests' expiries and the work they start, in a starved
+   * process), and the node's answers meanwhile wait unread: that time is this process's, not the node's.
+   */
+  #expireNow(firedAt: number): void {
     if (this.#done) return;
     const node = this.node;
     const sentAt = this.#sentAt;
     // Busy, not hung: since this request was sent, the node answered requests that were ahead of it
     // (answers come in order) and that we still waited for. Its timeout counts again from that answer.
-    const now = performance.now();
-    if (sentAt !== undefined && !node.isCluster && node.lastProgress > sentAt && now - sentAt < LIVE_NODE_PATIENCE * this.timeoutMs) {
+    if (sentAt !== undefined && !node.isCluster && node.lastProgress > sentAt && firedAt - sentAt < LIVE_NODE_PATIENCE * this.timeoutMs) {
       this.#track(node.lastProgress + this.timeoutMs);
+      return;
+    }
+    // The timer fired late: this process was busy at the deadline, and a request handed over during that busy
+    // spell may have left its socket only at the spell's end (a corked write goes at the end of the turn). One
+    // more timeout from now before the node is blamed for its silence; a hung node is still found, a timeout later.
+    if (sentAt !== undefined && !this.#lookedAgain && firedAt - this.at > this.timeoutMs / 4) {
+      this.#lookedAgain = true;
+      this.#track(performance.now() + this.timeoutMs);
       return;
     }
     // Unresponsive first: the slot this request frees must not send the next one into a hung node.
