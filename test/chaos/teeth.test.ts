@@ -34,10 +34,17 @@ function chaos(args: readonly string[], timeoutMs: number): Promise<Run> {
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    // On a hang: SIGTERM first, so that the run stops the servers it started by their PIDs (src/testing/processes.ts
+    // does on SIGTERM; a SIGKILL left them running), then SIGKILL if it has not exited after a grace.
+    let hardKill: NodeJS.Timeout | undefined;
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      hardKill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    }, timeoutMs);
     child.once('error', reject);
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
+      clearTimeout(hardKill);
       const m = LAST_LINE.exec(output);
       if (code !== 0 || !m) return reject(new Error(`chaos ${args.join(' ')} exited ${signal ?? code}\n${output}`));
       const [schedules, operations, faults, violations] = m.slice(1, 5).map(Number) as [number, number, number, number];
