@@ -8,6 +8,7 @@
 // - after a session expired it stays dead: a manager that made its client makes a new one, and tells every
 //   grant of the old session that it is lost.
 import type { Client, Stat } from './client-types.js';
+import { guardFraming } from './framing-guard.js';
 import type { BackendHost } from '../backend.js';
 import { StoreFailures } from '../consensus-call.js';
 import { InvalidArgumentError, NodeError, NodeTimeoutError } from '../errors.js';
@@ -157,6 +158,7 @@ export class ZooKeeperStore {
       throw new InvalidArgumentError(`${this.name} needs the node-zookeeper-client package: npm install node-zookeeper-client`);
     }
     const client = zk.createClient(this.#connectionString!, { sessionTimeout: this.#sessionTimeout, spinDelay: 200, retries: 0 });
+    guardFraming(client);
     client.connect();
     return this.#watchSession(client).catch((error: unknown) => {
       client.close();
@@ -166,7 +168,6 @@ export class ZooKeeperStore {
 
   /** Resolves once `client` is connected; follows its session's expiry from then on. */
   async #watchSession(client: Client): Promise<Session> {
-    dropCutRepliesOnDisconnect(client);
     let onState: (() => void) | undefined;
     const session = await withDeadline(
       new Promise<Session>((resolve, reject) => {
@@ -361,26 +362,6 @@ export class ZooKeeperStore {
       throw new NodeError(this.name, `could not ${what}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
   }
-}
-
-/** Clients whose dropped connections already discard the bytes of a reply cut off (once per client). */
-const guarded = new WeakSet<object>();
-
-/**
- * node-zookeeper-client 1.1 keeps the bytes of a reply cut off by a dropped connection (a server killed
- * mid-reply, or fencelock dropping a connection whose call outlived its deadline) and reads the next
- * connection's answers after them: garbage, and an "Unknown code" thrown out of its socket handler as an
- * uncaught exception (seen in the leader-kill fault test). Those bytes belong to the dropped connection:
- * discarded when it closes, before the client connects again.
- */
-function dropCutRepliesOnDisconnect(client: Client): void {
-  const manager = (client as unknown as { connectionManager?: { on?: unknown; pendingBuffer?: unknown } }).connectionManager;
-  if (!manager || typeof manager.on !== 'function' || guarded.has(manager)) return;
-  guarded.add(manager);
-  const DISCONNECTED = 0; // ConnectionManager.STATES.DISCONNECTED: set when its socket closes, before it reconnects
-  (manager.on as (event: string, listener: (state: number) => void) => void).call(manager, 'state', (state) => {
-    if (state === DISCONNECTED) manager.pendingBuffer = null;
-  });
 }
 
 /** `work`, or `timeoutError()` after `ms`. */
