@@ -108,8 +108,12 @@ export class Wakeup {
   /** `token`: this waiter's owner token, or undefined for a waiter outside the queue (any release wakes it). */
   constructor(private readonly token: string | undefined) {}
 
+  /** nodes whose release named this waiter (handed it the key) since the last reset; made on the first */
+  private named: Set<number> | undefined;
+
   notify(node: number, message: string): void {
     if (this.token !== undefined && message !== this.token && message !== ANYONE) return;
+    if (message === this.token) (this.named ??= new Set()).add(node);
     this.notified.add(node);
     if (this.ready()) this.wake?.();
   }
@@ -140,6 +144,12 @@ export class Wakeup {
   /** Forget notifications seen so far; call right before an attempt starts. */
   reset(): void {
     this.notified = new Set();
+    this.named = undefined;
+  }
+
+  /** How many nodes handed this waiter the key since the last reset (their release named it). */
+  namedBy(): number {
+    return this.named?.size ?? 0;
   }
 
   /**

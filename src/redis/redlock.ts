@@ -294,6 +294,16 @@ export class Redlock implements NodeSet {
     return { kind: 'acquired', grant: { resources, token, fence: first.fence, ttl, validUntil, epochs } };
   }
 
+  /**
+   * The planted flaw `wakeupGrant` (planted-flaws.ts, chaos only): the grant a waiter would count on if it took
+   * its wake-up as one, unconfirmed. Never used otherwise.
+   */
+  unconfirmedGrant(resources: readonly string[], token: string, ttl: number): Grant {
+    const validUntil = monotonicNow() + ttl - driftOf(ttl, this.options.driftFactor);
+    const epochs = this.nodes.map((_, i) => this.epochsSeen[i] ?? '');
+    return { resources, token, fence: this.fenceHint + 1n, ttl, validUntil, epochs };
+  }
+
   /** `epoch` as node i's shared copy: the same string for every lock while the node keeps its epoch. */
   epochOf(i: number, epoch: string): string {
     const seen = this.epochsSeen[i];

@@ -4,6 +4,7 @@ import { LockTimeoutError, QuorumError } from '../errors.js';
 import type { ResolvedAcquire } from '../options.js';
 import { backoffDelay } from '../backoff.js';
 import { onAbort } from './abort-listeners.js';
+import { plantedFlaws } from './planted-flaws.js';
 import { acquireRound, dequeueAll } from './cross-slot.js';
 import type { ReleaseNotifications, Watch } from './notifications.js';
 import { Wakeup } from './notifications.js';
@@ -222,8 +223,11 @@ class MutexWait {
    */
   async #confirm(reason: RetryInfo['reason']): Promise<Attempt> {
     const wakeup = this.#wakeup as Wakeup;
+    const handedBy = wakeup.namedBy();
     wakeup.reset();
     const shortcut = wakeup.takeShortcut();
+    if (plantedFlaws.wakeupGrant && !shortcut && handedBy >= this.redlock.quorum)
+      return { kind: 'acquired', grant: this.redlock.unconfirmedGrant(this.resources, this.#token, this.opts.ttl) };
     let attempt = await this.#round(!this.opts.fair && reason === 'notified');
     if (this.#nodesFailed(attempt)) attempt = await this.#round(false);
     if (shortcut && this.#handoff) this.redlock.localWaiters.outcome(this.#handoff, attempt.kind === 'acquired');

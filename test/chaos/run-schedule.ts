@@ -83,6 +83,7 @@ export async function runSchedule(s: Schedule): Promise<Outcome> {
       storePrefix,
       managerOptions: { nodeTimeout: s.nodeTimeout, restartQuarantine: s.restartQuarantine, ttl: 1_000 },
       variations: s.managers[i]!,
+      ...(s.plantedFlaw ? { plantedFlaw: s.plantedFlaw } : {}),
     }));
     const start = performance.now();
     const running = pool;

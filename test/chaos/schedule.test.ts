@@ -73,7 +73,7 @@ test('safe schedules keep every rule; at most a minority loses data at once; fau
   assert.deepEqual([...kinds].sort(), ['cut', 'flushall', 'kill', 'latency', 'pause-node', 'pause-worker', 'restart-empty']);
 });
 
-test('--unsafe lifts its rules: no-quarantine and majority-loss restart majorities, fast-clocks speeds up a majority; the rest still hold', () => {
+test('--unsafe lifts its rules: no-quarantine and majority-loss restart majorities, fast-clocks speeds up a majority, wakeup-grant plants its flaw; the rest still hold', () => {
   for (const name of Object.keys(UNSAFE) as UnsafeName[]) {
     const schedules = SEEDS.map((seed) => generateSchedule(seed, name));
     for (const s of schedules) assert.deepEqual(brokenRules(s), [], `seed ${s.seed}`);
@@ -89,6 +89,13 @@ test('--unsafe lifts its rules: no-quarantine and majority-loss restart majoriti
       );
       // Only the clocks differ from the seed's safe schedule.
       assert.deepEqual({ ...schedules[0]!, clockRates: [], unsafe: null }, { ...generateSchedule(SEEDS[0]!), clockRates: [] });
+    } else if (name === 'wakeup-grant') {
+      assert.ok(
+        schedules.every((s) => s.plantedFlaw === 'wakeup-grant'),
+        name,
+      );
+      // Only the library differs: the faults and every manager's choices are the seed's safe schedule's.
+      assert.deepEqual({ ...schedules[0]!, plantedFlaw: null, unsafe: null }, generateSchedule(SEEDS[0]!));
     } else {
       assert.ok(
         schedules.some((s) => lostAtOnce(s) === NODES),
@@ -98,6 +105,7 @@ test('--unsafe lifts its rules: no-quarantine and majority-loss restart majoriti
   }
   assert.equal(generateSchedule(1, 'no-quarantine').restartQuarantine, false);
   assert.equal(generateSchedule(1, 'majority-loss').restartQuarantine, 'auto');
+  assert.equal(generateSchedule(1).plantedFlaw, null);
 });
 
 test('clock rates: inside the rule every node runs within SAFE_DRIFT of real time; a pure function of the seed', () => {

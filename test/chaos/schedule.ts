@@ -44,6 +44,9 @@ export const RULES = {
     'every worker draws its ttl from the same range, so no lease is longer than the ttls recorded on the nodes ' +
     '(how-it-works.md: a lease longer than any ttl recorded is not covered; draws are spread, so this holds only statistically early in a run)',
   'keys-left-alone': "nothing deletes fencelock's keys but a whole-node loss (FLUSHALL, an empty restart), which counts as data loss",
+  'confirmed-handover':
+    'a waiter woken by a release that handed it the lock confirms it with one request and counts its lease from that ' +
+    "request's send time, never from the wake-up (how-it-works.md: the hand-over inside the release)",
 } as const;
 export type RuleName = keyof typeof RULES;
 
@@ -73,6 +76,12 @@ export const UNSAFE = {
   'majority-loss': {
     lifts: ['majority-keeps-data'] as RuleName[],
     what: 'the nemesis may restart a majority empty; the quarantine stays on (the library claims this is covered while a node that kept its data answers)',
+  },
+  'wakeup-grant': {
+    lifts: ['confirmed-handover'] as RuleName[],
+    what:
+      'a waiter woken by a release takes the wake-up as its grant, unconfirmed: valid for its ttl from the wake-up, ' +
+      'with the fence after the last counter it saw (src/redis/planted-flaws.ts)',
   },
   'fast-clocks': {
     lifts: ['same-clock-rate'] as RuleName[],
@@ -112,6 +121,8 @@ export interface Schedule {
   readonly durationMs: number;
   readonly nodeTimeout: number;
   readonly restartQuarantine: RestartQuarantine;
+  /** a flaw planted in the workers' library (src/redis/planted-flaws.ts), or null: the library as shipped */
+  readonly plantedFlaw: 'wakeup-grant' | null;
   /** each lock node's clock rate (1 = real time), applied where faketime is installed (clocks.ts) */
   readonly clockRates: readonly number[];
   /** per worker, one entry per manager it runs: that manager's seeded choices (the seed differs per manager) */
@@ -174,6 +185,7 @@ export function brokenRules(s: Schedule): string[] {
     }
   }
   if (!lifted.has('quarantine-on') && s.restartQuarantine !== 'auto') broken.push('quarantine-on');
+  if (!lifted.has('confirmed-handover') && s.plantedFlaw !== null) broken.push(`confirmed-handover: ${s.plantedFlaw} planted`);
   const offRate = s.clockRates.find((r) => Math.abs(r - 1) > SAFE_DRIFT + 1e-9);
   if (!lifted.has('same-clock-rate') && offRate !== undefined) broken.push(`same-clock-rate: a node runs at ${offRate}x`);
   return broken;
@@ -284,6 +296,7 @@ export function generateSchedule(seed: number, unsafe: UnsafeName | null = null)
     durationMs,
     nodeTimeout: 100,
     restartQuarantine: lifted.has('quarantine-on') ? false : 'auto',
+    plantedFlaw: lifted.has('confirmed-handover') ? 'wakeup-grant' : null,
     // Rule same-clock-rate: within SAFE_DRIFT of real time, unless lifted.
     clockRates: drawClockRates(seed, NODES, lifted.has('same-clock-rate')),
     managers: drawManagers(seed, variations),
@@ -318,6 +331,7 @@ export function describeSchedule(s: Schedule): string {
     `seed ${s.seed}${s.unsafe ? ` (--unsafe ${s.unsafe})` : ''}: ${NODES} nodes, ${s.workers} workers ` +
     `(${s.managers.map((m) => m.length).join(', ')} managers), ` +
     `resources ${s.resources.join(', ')}, ${s.durationMs} ms, restartQuarantine ${String(s.restartQuarantine)}, ` +
-    `ttl ${TTL_MS[0]}-${TTL_MS[1]} ms, clock rates ${s.clockRates.join(', ')}`;
+    `ttl ${TTL_MS[0]}-${TTL_MS[1]} ms, clock rates ${s.clockRates.join(', ')}` +
+    (s.plantedFlaw ? `, planted flaw ${s.plantedFlaw}` : '');
   return [head, ...s.steps.map((st, i) => `  ${String(i).padStart(2)}. ${describeStep(st)}`)].join('\n');
 }

@@ -5,6 +5,7 @@
 // argv: <worker id> <WorkloadConfig as JSON>
 import { LockManager } from '../../../src/index.js';
 import { consensusUrl } from '../../../src/cli/lock-store.js';
+import { plantedFlaws } from '../../../src/redis/planted-flaws.js';
 import { FencedStore } from './fenced-store.js';
 import { encodeRecord } from './history.js';
 import { Recorder } from './recorder.js';
@@ -15,6 +16,7 @@ import { variedOps } from './ops.js';
 
 const [id = 'worker', json = '{}'] = process.argv.slice(2);
 const config = JSON.parse(json) as WorkloadConfig;
+if (config.plantedFlaw === 'wakeup-grant') plantedFlaws.wakeupGrant = true;
 /** Loops are bounded in count as well as time, whatever the config says. */
 const MAX_HOLDS = 100_000;
 const READY_TIMEOUT_MS = 60_000;

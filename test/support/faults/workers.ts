@@ -34,6 +34,8 @@ export interface WorkloadConfig {
   readonly variations?: readonly OpVariation[];
   /** key prefix in the fenced store (default FencedStore's) */
   readonly storePrefix?: string;
+  /** a flaw planted in the library for this run (src/redis/planted-flaws.ts; chaos --unsafe only) */
+  readonly plantedFlaw?: 'wakeup-grant';
 }
 
 /** What a worker counted over its run, all its managers together (see hold-loop.ts). */
