@@ -480,8 +480,7 @@ export class Redlock implements NodeSet {
       successor.token,
       successor.ticket,
       String(successor.ttl),
-      this.countersDiffer ? this.fenceHint.toString() : '',
-      this.health.wantAge(start) ? '1' : '0',
+      ...stateArgs(this.health.wantAge(start), this.countersDiffer ? this.fenceHint : undefined),
     ];
     const replies = Promise.all(
       this.nodes.map((node, i) =>
@@ -523,9 +522,14 @@ export function acquireArgs(token: string, ttl: number, queue: QueueOptions, wan
   const fair = queue.fair ? '1' : queue.watch ? 'w' : '0';
   if (queue.ticket === '' && fair === '1') {
     if (!wantAge && hint === undefined) return [token, String(ttl)];
-    return [token, String(ttl), hint === undefined ? '' : hint.toString(), wantAge ? '1' : '0'];
+    return [token, String(ttl), ...stateArgs(wantAge, hint)];
   }
-  return [token, String(ttl), hint === undefined ? '' : hint.toString(), wantAge ? '1' : '0', queue.ticket, String(queue.lease), fair];
+  return [token, String(ttl), ...stateArgs(wantAge, hint), queue.ticket, String(queue.lease), fair];
+}
+
+/** The fence hint ('' for none) and whether the node should report its marker's age: acquire.lua's and release.lua's grant arguments. */
+function stateArgs(wantAge: boolean, hint: bigint | undefined): [string, string] {
+  return [hint === undefined ? '' : hint.toString(), wantAge ? '1' : '0'];
 }
 
 /** The single-instance lock's round: its one reply as the round's list (cheaper than a Promise.all of one). */
