@@ -65,8 +65,28 @@ export async function pauseAfterFailure(call: CallClock, error: unknown, failure
   await sleep(pause, call.signal);
 }
 
-/** Resolves after `ms`, or rejects with the signal's reason. */
+/**
+ * `work`, or a rejection with the signal's reason as soon as it aborts (a manager's close(), the caller's own
+ * signal): a call to a store out of reach must not hold a closed manager's waiter for the store's whole timeout.
+ * `work` still settles on its own; its outcome is then nobody's.
+ */
+export function orAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.reject(signal.reason as Error);
+  }
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  work.catch(() => undefined);
+  return Promise.race([work, aborted]).finally(() => signal.removeEventListener('abort', onAbort as () => void));
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason (at once if it has already aborted). */
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
   return new Promise((resolve, reject) => {
     const onAbort = (): void => {
       clearTimeout(timer);

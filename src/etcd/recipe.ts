@@ -24,7 +24,7 @@
 import type { ICompare, IKeyValue, IRequestOp } from './etcd3-types.js';
 import type { Grant, RetryInfo, WaitResult } from '../backend.js';
 import { monotonicNow } from '../clock.js';
-import { callClock, pauseAfterFailure, TOO_SLOW, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
+import { callClock, orAbort, pauseAfterFailure, TOO_SLOW, untilGranted, type CallClock, type ConsensusHold } from '../consensus-call.js';
 import { LockTimeoutError, NodeError, QuorumError, type NodeFailure } from '../errors.js';
 import { driftOf, type ResolvedAcquire } from '../options.js';
 import { randomHex } from '../random.js';
@@ -139,8 +139,9 @@ async function attempt(call: Call): Promise<EtcdGrant | string> {
     // timeout (a follower forwards it to the dead leader and hears nothing), which held the next attempt back
     // by 2 s more (issue 23: a leader-kill window of 4 s where 2 s was usual). Unwaited, it still runs (the
     // lease is nobody's now: it is never lent again), and the keys go at the lease's ttl if it fails.
+    // Nor after an abort (the manager closing, the caller's signal): the caller hears of it at once.
     const revoking = store.revoke(lease.id).catch(() => undefined);
-    if (!(error instanceof QuorumError)) await revoking;
+    if (!(error instanceof QuorumError) && !call.signal.aborted) await revoking;
     throw error;
   }
 }
@@ -166,8 +167,9 @@ async function takeTurn(call: Call, lease: Lease, renew: boolean): Promise<Turn>
   let mine: string;
   let first: IKeyValue[][];
   try {
-    ({ mine, first } = await enqueue(store, queues, keys, token, lease.id));
+    ({ mine, first } = await orAbort(enqueue(store, queues, keys, token, lease.id), call.signal));
   } catch (error) {
+    if (call.signal.aborted) throw call.signal.reason as Error;
     // An idle lease that ended after all (it outlived its estimate less than we thought): start over.
     if (renew && /lease not found/i.test(String((error as Error).message))) return 'lease-ended';
     throw quorumError(resources, 'acquire', store, error);
@@ -337,11 +339,12 @@ class Waiting {
     this.#renewal.unref();
   }
 
-  /** `work`, turning a store error into a QuorumError for these resources. */
+  /** `work`, turning a store error into a QuorumError for these resources; the signal's reason once it aborts. */
   async guard<T>(work: Promise<T>, resources: readonly string[]): Promise<T> {
     try {
-      return await work;
+      return await orAbort(work, this.signal);
     } catch (error) {
+      if (this.signal.aborted) throw this.signal.reason as Error;
       throw quorumError(resources, 'acquire', this.store, error);
     }
   }

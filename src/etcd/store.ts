@@ -2,7 +2,7 @@
 // that names the cluster (what a Redis node's error names is its address). The etcd3 package is an optional
 // peer dependency: it is loaded only when a manager is given an etcd:// URL, and a client the user made is
 // used through the small structural type below, so fencelock's types never require it.
-import type { Etcd3, IOptions, Watcher } from 'etcd3';
+import type { Etcd3, IOptions } from 'etcd3';
 import type { IKeyValue, IRangeRequest, IRangeResponse, ITxnRequest, ITxnResponse } from './etcd3-types.js';
 import type { BackendHost } from '../backend.js';
 import { StoreFailures } from '../consensus-call.js';
@@ -107,9 +107,11 @@ export class EtcdStore {
   /** etcd3's conversion of a raw gRPC error into its typed errors (which #recoverable recognises), once it is loaded */
   #typed: (error: Error) => Error = (error) => error;
   readonly #owned: boolean;
-  /** the watches started and not yet stopped: each resolves with how to cancel it */
-  readonly #watches = new Set<Promise<() => Promise<unknown>>>();
+  /** the watches started and not yet stopped: how to cancel each */
+  readonly #watches = new Set<() => Promise<unknown>>();
   readonly #timeout: number;
+  /** close() began: no call starts any more (a call on a closed etcd3 client reopens its connections, which then outlive the manager) */
+  #closed = false;
 
   constructor(input: EtcdInput, timeout: number, host: BackendHost) {
     this.#timeout = timeout;
@@ -226,27 +228,29 @@ export class EtcdStore {
     onError: (error: Error) => void,
   ): Promise<KeyWatch> {
     const client = await this.#client;
+    this.#throwIfClosed('watch a key');
     const builder = 'key' in what ? client.watch().key(what.key) : client.watch().prefix(what.prefix);
     return this.#watch(builder.startRevision(fromRevision).only('delete'), onDelete, onError);
   }
 
   async #watch(builder: ReturnType<Etcd3['watch']>, onDelete: (kv: IKeyValue) => void, onError: (error: Error) => void): Promise<KeyWatch> {
-    const creating = builder.create();
-    // Every watch this store started, until it is cancelled: close() cancels what is left, so that no
-    // watch stream (and its reconnect timers) outlives the manager. A watch that starts after its deadline
-    // is nobody's: it is cancelled as soon as it comes.
-    const cancel = creating.then(
-      (watcher) => () => watcher.cancel().catch(() => undefined),
-      () => () => Promise.resolve(),
-    );
+    // The Watcher before it connects (create() is this plus the wait below), so that it can be cancelled at any
+    // time. A watch still starting when the cluster went away stays in etcd3's watch manager otherwise, and the
+    // manager tries to connect it again every second for as long as the process lives: after close(), a process
+    // whose cluster was down lingered that way (the etcd outage fixture, test/process-exit.test.ts).
+    const watcher = builder.watcher();
+    const cancel = (): Promise<unknown> => watcher.cancel().catch(() => undefined);
+    // Every watch this store started, until it is cancelled: close() cancels what is left.
     this.#watches.add(cancel);
     const stop = (): void => {
-      this.#watches.delete(cancel);
-      void cancel.then((c) => c());
+      if (this.#watches.delete(cancel)) void cancel();
     };
-    let watcher: Watcher;
+    const connected = new Promise<void>((resolve, reject) => {
+      watcher.once('connected', () => resolve());
+      watcher.once('error', reject);
+    });
     try {
-      watcher = await withDeadline(creating, this.#timeout, () => new NodeTimeoutError(this.name, this.#timeout));
+      await withDeadline(connected, this.#timeout, () => new NodeTimeoutError(this.name, this.#timeout));
     } catch (error) {
       stop();
       throw this.#nodeError('watch a key', error);
@@ -258,13 +262,14 @@ export class EtcdStore {
 
   /** Cancels the watches still running; closes the client if the manager made it. */
   async close(): Promise<void> {
+    this.#closed = true;
     const cancels = [...this.#watches];
     this.#watches.clear();
-    // Bounded: a watch still starting on a cluster out of reach is left to the client's close below.
+    // Bounded: a watch that is connected is cancelled by a request to the cluster, which may be out of reach.
     await withDeadline(
-      Promise.all(cancels.map((c) => c.then((cancel) => cancel()))),
+      Promise.all(cancels.map((cancel) => cancel())),
       this.#timeout,
-      () => new Error('watches still starting'),
+      () => new Error('watches still being cancelled'),
     ).catch(() => undefined);
     if (!this.#owned) return;
     const client = await this.#client.catch(() => undefined);
@@ -292,6 +297,7 @@ export class EtcdStore {
     for (let attempt = 1, fastFailures = 0; ; attempt++) {
       const left = end - Date.now();
       const share = this.#owned && kind === 'read' ? READ_ATTEMPT_SHARE : 1;
+      this.#throwIfClosed(what);
       const startedAt = Date.now();
       const deadline = new Date(startedAt + Math.min(left, this.#timeout * share));
       try {
@@ -307,6 +313,10 @@ export class EtcdStore {
         }
       }
     }
+  }
+
+  #throwIfClosed(what: string): void {
+    if (this.#closed) throw new NodeError(this.name, `could not ${what}: the manager is closed`);
   }
 
   #nodeError(what: string, error: unknown): NodeError {
