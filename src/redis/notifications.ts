@@ -104,16 +104,24 @@ export class Wakeup {
   private needed = 1;
   private only: number | undefined;
   private wake: (() => void) | undefined;
+  /** nodes whose release named this waiter (handed it the key) since the last reset; undefined: not counted */
+  private readonly named: Set<number> | undefined;
 
-  /** `token`: this waiter's owner token, or undefined for a waiter outside the queue (any release wakes it). */
-  constructor(private readonly token: string | undefined) {}
-
-  /** nodes whose release named this waiter (handed it the key) since the last reset; made on the first */
-  private named: Set<number> | undefined;
+  /**
+   * `token`: this waiter's owner token, or undefined for a waiter outside the queue (any release wakes it).
+   * `countNamed`: also count the nodes whose release named it (namedBy), for the chaos generator's planted
+   * flaw only (planted-flaws.ts): off, a notification costs nothing more.
+   */
+  constructor(
+    private readonly token: string | undefined,
+    countNamed = false,
+  ) {
+    this.named = countNamed ? new Set() : undefined;
+  }
 
   notify(node: number, message: string): void {
     if (this.token !== undefined && message !== this.token && message !== ANYONE) return;
-    if (message === this.token) (this.named ??= new Set()).add(node);
+    if (this.named && message === this.token) this.named.add(node);
     this.notified.add(node);
     if (this.ready()) this.wake?.();
   }
@@ -144,10 +152,10 @@ export class Wakeup {
   /** Forget notifications seen so far; call right before an attempt starts. */
   reset(): void {
     this.notified = new Set();
-    this.named = undefined;
+    this.named?.clear();
   }
 
-  /** How many nodes handed this waiter the key since the last reset (their release named it). */
+  /** How many nodes handed this waiter the key since the last reset (their release named it); 0 when not counted. */
   namedBy(): number {
     return this.named?.size ?? 0;
   }

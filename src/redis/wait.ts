@@ -204,7 +204,7 @@ class MutexWait {
 
   /** Step 2: listen for the releases that name us (or anyone). */
   #listen(): Watch {
-    const woken = (this.#wakeup ??= new Wakeup(this.opts.fair ? this.#token : undefined));
+    const woken = (this.#wakeup ??= new Wakeup(this.opts.fair ? this.#token : undefined, plantedFlaws.wakeupGrant));
     this.#watch = this.notifications.watch(this.#channelNames(), (node, message) => woken.notify(node, message));
     return this.#watch;
   }
