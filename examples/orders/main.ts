@@ -31,7 +31,12 @@ try {
   }));
   // The first 20 arrive twice (a retried request, a redelivered message), once at each instance.
   const deliveries = orders.flatMap((order, i) => (i < 20 ? [0, 1] : [i % 2]).map((n) => placeOrder(instances[n]!, db.pool, order)));
-  const outcomes = await Promise.all(deliveries);
+  // Every delivery settles before any failure is reported: dropping the schema (finally, below) under a write
+  // still in flight deadlocks in PostgreSQL, and that error would hide the one that matters.
+  const settled = await Promise.allSettled(deliveries);
+  const failure = settled.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+  if (failure) throw failure.reason;
+  const outcomes = settled.map((o) => (o as PromiseFulfilledResult<Awaited<ReturnType<typeof placeOrder>>>).value);
   const count = (outcome: string) => outcomes.filter((o) => o === outcome).length;
 
   // Both instances run the reconciler; a service leaves it to its schedule, here one tick is run on both at once.
