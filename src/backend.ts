@@ -47,6 +47,11 @@ export interface WaitResult {
   readonly grant: Grant;
   readonly attempts: number;
   readonly waited: number;
+  /**
+   * The grant's validity is short of its ttl (a lock a release handed over, dated from before the hand-over:
+   * redis/handed-grant.ts): the lock extends it to its ttl at once, while the caller already works.
+   */
+  readonly provisional?: true;
 }
 
 /**

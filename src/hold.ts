@@ -55,9 +55,10 @@ export function holdGrant(host: HoldHost, o: ResolvedAcquire, win: (signal: Abor
 }
 
 /** The grant won: the caller's lock from now on (or released at once, if the manager closed meanwhile). */
-function hold(host: HoldHost, o: ResolvedAcquire, { grant, attempts, waited }: WaitResult): Lock | Promise<never> {
+function hold(host: HoldHost, o: ResolvedAcquire, { grant, attempts, waited, provisional }: WaitResult): Lock | Promise<never> {
   const lock = new Lock(host.lockHost, grant);
   if (host.closing.aborted) return lock.release().then(() => Promise.reject(host.closing.reason));
+  if (provisional) lock.topUp();
   if (o.autoExtend) lock.keepAlive(o.maxHold);
   host.track(lock);
   if (host.lockHost.observed('acquired'))

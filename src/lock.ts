@@ -160,6 +160,16 @@ export class Lock implements AsyncDisposable, Timed {
     await this.#serialized(() => this.#extend(next, true));
   }
 
+  /**
+   * @internal A grant dated from before a hand-over (redis/handed-grant.ts) is valid for less than its ttl:
+   * one extension to its ttl, at once and in the background. A refusal loses the lock, as any failed
+   * extension does; one that only met node errors leaves the shorter validity, which auto-extension, a
+   * watch or the caller's own extend() then takes care of as usual.
+   */
+  topUp(): void {
+    this.#serialized(() => this.#extend(this.#grant.ttl, false)).catch(() => undefined);
+  }
+
   /** Extensions run one at a time: a later one must not be overtaken by an earlier one's reply. */
   #serialized(round: () => Promise<boolean>): Promise<boolean> {
     const run = this.#extending ? this.#extending.then(round) : round();

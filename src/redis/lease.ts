@@ -125,9 +125,23 @@ export interface Successor {
 /** Compare-and-delete on every node, handing each node's key to its next waiter (release.lua); never throws. */
 export function releaseGrant(redlock: NodeSet, grant: Grant): Promise<{ released: number; nodes: number }> {
   const prefix = redlock.options.keyPrefix;
-  const lockKeys = grant.resources.map((r) => lockKey(prefix, r));
   const nodes = redlock.nodes.length;
+  if (grant.resources.length === 1) return releaseHanding(redlock, grant).then((released) => ({ released, nodes }));
+  const lockKeys = grant.resources.map((r) => lockKey(prefix, r));
   return releaseOn(redlock, undefined, lockKeys, grant.token, grant.resources).then((released) => ({ released, nodes }));
+}
+
+/**
+ * The release of a one-resource grant: with each node's marker and our fence as the hint, so that a waiter
+ * of another process queued there is granted the lock by the release itself (release.lua, _handover.lua).
+ * On one node there is no other node's fence to agree with: no hint.
+ */
+function releaseHanding(redlock: NodeSet, grant: Grant): Promise<number> {
+  const lock = lockKey(redlock.options.keyPrefix, grant.resources[0] as string);
+  const args = [grant.token, redlock.nodes.length > 1 ? grant.fence.toString() : ''];
+  // Standalone nodes share one marker name: one KEYS array for all of them, and no function per call.
+  if (!redlock.anyCluster) return releaseOn(redlock, undefined, [lock, redlock.markerOfLock(0, lock)], grant.token, grant.resources, args);
+  return releaseOn(redlock, undefined, [lock], grant.token, grant.resources, args, (i) => [lock, redlock.markerOfLock(i, lock)]);
 }
 
 /**
@@ -141,14 +155,16 @@ export function releaseOn(
   lockKeys: readonly string[],
   token: string,
   resources: readonly string[],
+  args: readonly string[] = [token],
+  keysOn: (i: number) => readonly string[] = () => lockKeys,
 ): Promise<number> {
-  const args = [token];
   const timeout = redlock.options.nodeTimeout;
   const count = indexes?.length ?? redlock.nodes.length;
   if (count === 1) {
     // One node (the single-instance lock): its reply is the outcome, with no Promise.all around it.
-    const node = redlock.nodes[indexes ? (indexes[0] as number) : 0] as RedisNode;
-    return node.run(scripts.release, lockKeys, args, timeout).then(
+    const i = indexes ? (indexes[0] as number) : 0;
+    const node = redlock.nodes[i] as RedisNode;
+    return node.run(scripts.release, keysOn(i), args, timeout).then(
       (reply) => (deletedAny(reply) ? 1 : 0),
       (error: Error) => {
         redlock.reportNodeError(node, error, 'release', resources);
@@ -158,8 +174,8 @@ export function releaseOn(
   }
   const asked: Array<Promise<boolean | Error>> = [];
   for (let k = 0; k < count; k++) {
-    const node = redlock.nodes[indexes ? (indexes[k] as number) : k] as RedisNode;
-    asked.push(node.run(scripts.release, lockKeys, args, timeout).then(deletedAny, asError));
+    const i = indexes ? (indexes[k] as number) : k;
+    asked.push((redlock.nodes[i] as RedisNode).run(scripts.release, keysOn(i), args, timeout).then(deletedAny, asError));
   }
   return Promise.all(asked).then((outcomes) => {
     let released = 0;

@@ -119,9 +119,16 @@ export class Wakeup {
     this.named = countNamed ? new Set() : undefined;
   }
 
+  /** per node, the grant its release handed this waiter, as acquire.lua's reply (handed-grant.ts); undefined until one came */
+  private grants: Array<string | undefined> | undefined;
+
   notify(node: number, message: string): void {
-    if (this.token !== undefined && message !== this.token && message !== ANYONE) return;
-    if (this.named && message === this.token) this.named.add(node);
+    if (this.token !== undefined && message !== this.token && message !== ANYONE) {
+      // '<token> <grant>': a release handed us the lock and says what it granted (_handover.lua).
+      if (message.length <= this.token.length || message.charCodeAt(this.token.length) !== 32 || !message.startsWith(this.token)) return;
+      (this.grants ??= [])[node] = message.slice(this.token.length + 1);
+      this.named?.add(node);
+    } else if (this.named && message === this.token) this.named.add(node);
     this.notified.add(node);
     if (this.ready()) this.wake?.();
   }
@@ -153,6 +160,13 @@ export class Wakeup {
   reset(): void {
     this.notified = new Set();
     this.named?.clear();
+  }
+
+  /** The grants releases handed this waiter, per node (see notify), and forget them; undefined: none came. */
+  takeGrants(): Array<string | undefined> | undefined {
+    const grants = this.grants;
+    this.grants = undefined;
+    return grants;
   }
 
   /** How many nodes handed this waiter the key since the last reset (their release named it); 0 when not counted. */

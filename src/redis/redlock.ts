@@ -12,6 +12,7 @@ import { randomSlice } from '../random.js';
 import { Repairs } from './repair.js';
 import { judge, nameUntrusted, shortOf } from './judge.js';
 import { dequeue, extendGrant, raiseFenceOn, releaseGrant, releaseOn, type Successor } from './lease.js';
+import type { BusyMarks } from './handed-grant.js';
 import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
 import type { Attempt, Grant, NodeErrorReport, NodeEvents, NodeSet, QueueOptions } from './types.js';
 
@@ -142,7 +143,12 @@ export class Redlock implements NodeSet {
 
   /** The marker (see _node-state.lua) on node i for a lock on `keys`: the node's one, or on a Cluster node its slot's. */
   markerFor(i: number, keys: readonly ResourceKeys[]): string {
-    return (this.nodes[i] as RedisNode).isCluster ? slotMarkerFor(this.options.keyPrefix, (keys[0] as ResourceKeys).lock) : this.marker;
+    return this.markerOfLock(i, (keys[0] as ResourceKeys).lock);
+  }
+
+  /** markerFor of the keys whose first lock key is `lock`. */
+  markerOfLock(i: number, lock: string): string {
+    return (this.nodes[i] as RedisNode).isCluster ? slotMarkerFor(this.options.keyPrefix, lock) : this.marker;
   }
 
   /** Which marker the quarantine tracks for these keys on node i: the node's one (''), or on a Cluster node its slot's. */
@@ -295,6 +301,31 @@ export class Redlock implements NodeSet {
   }
 
   /**
+   * The grants releases handed us (their messages, `grants`, per node: handed-grant.ts), dated by `marks`,
+   * judged as an acquire round's replies (decide) with the validity a handed key has: `validFor` ms (what
+   * the queued attempt that dates it left of our place) from that date. The grant keeps its `ttl`, and is
+   * provisional until the lock extends it to that. Undefined when the grants cannot be dated, or leave less
+   * than half of `validFor`: the waiter confirms with an attempt instead.
+   */
+  takeHanded(
+    resources: readonly string[],
+    token: string,
+    ttl: number,
+    validFor: number,
+    grants: ReadonlyArray<string | undefined>,
+    queue: QueueOptions & { readonly marks: BusyMarks },
+  ): Promise<Attempt> | undefined {
+    const parsed = grants.map((text, i) => (text === undefined ? undefined : this.parsed(i, text)));
+    const dated = queue.marks.roundOf(parsed, this.nodes.length, this.quorum);
+    if (!dated || dated.start + validFor / 2 - driftOf(validFor, this.options.driftFactor) <= monotonicNow()) return undefined;
+    for (const [i, reply] of parsed.entries()) if (reply) this.noted(i, reply);
+    const round = { resources, keys: this.keys(resources), token, ttl: validFor, ...dated };
+    return Promise.resolve(this.decide(round, queue)).then((attempt) =>
+      attempt.kind === 'acquired' ? { kind: 'acquired', grant: { ...attempt.grant, ttl }, provisional: true } : attempt,
+    );
+  }
+
+  /**
    * The planted flaw `wakeupGrant` (planted-flaws.ts, chaos only): the grant a waiter would count on if it took
    * its wake-up as one, unconfirmed. Never used otherwise.
    */
@@ -347,7 +378,15 @@ export class Redlock implements NodeSet {
         this.options.nodeTimeout,
         firstConnect,
       );
-      if (!this.options.waitForReplicas) return asked.then((reply) => this.noted(i, this.parsed(i, reply)), failed);
+      if (!this.options.waitForReplicas) {
+        const marks = queue.marks;
+        if (!marks) return asked.then((reply) => this.noted(i, this.parsed(i, reply)), failed);
+        return asked.then((reply) => {
+          const parsed = this.noted(i, this.parsed(i, reply));
+          if (parsed.kind === 'held') marks.note(i, start, parsed);
+          return parsed;
+        }, failed);
+      }
       return asked
         .then((reply) => this.parsed(i, reply))
         .then((reply) =>
@@ -475,13 +514,8 @@ export class Redlock implements NodeSet {
     const keys = this.keys(resources);
     this.health.used(successor.ttl);
     const start = monotonicNow();
-    const args = [
-      token,
-      successor.token,
-      successor.ticket,
-      String(successor.ttl),
-      ...stateArgs(this.health.wantAge(start), this.countersDiffer ? this.fenceHint : undefined),
-    ];
+    const hint = this.countersDiffer && this.fenceHint > grant.fence ? this.fenceHint : grant.fence;
+    const args = [token, hint.toString(), successor.token, successor.ticket, String(successor.ttl), this.health.wantAge(start) ? '1' : '0'];
     const replies = Promise.all(
       this.nodes.map((node, i) =>
         node.run(scripts.release, [(keys[0] as ResourceKeys).lock, this.markerFor(i, keys)], args, this.options.nodeTimeout).then(

@@ -1,6 +1,7 @@
 // The shapes the Redis protocol's files share: a grant and its lease operations, what one acquire round
 // amounts to, a node's reply as the judge takes it, and the node set as the lease and judge steps see it
 // (the Redlock class implements it; they need nothing else of it, so they do not import it).
+import type { BusyMarks } from './handed-grant.js';
 import type { Grant as BaseGrant, LeaseOps as BaseLeaseOps } from '../backend.js';
 import type { NodeFailure } from '../errors.js';
 import type { ResolvedManagerOptions } from '../options.js';
@@ -24,7 +25,8 @@ export interface LeaseOps extends BaseLeaseOps {
 }
 
 export type Attempt =
-  | { readonly kind: 'acquired'; readonly grant: Grant }
+  /** `provisional`: a grant a release handed us, valid for less than its ttl until extended (handed-grant.ts) */
+  | { readonly kind: 'acquired'; readonly grant: Grant; readonly provisional?: true }
   /**
    * Someone else holds it or is ahead of us in the queue. `retryAfter` ms from now the holder's keys
    * expire on enough nodes for a quorum; `behind`: other waiters come first on enough nodes that our
@@ -81,6 +83,8 @@ export interface QueueOptions {
    * such a waiter watches the key (acquire.lua `<base>:watch`), so its failed attempts ask for that
    */
   readonly watch?: boolean;
+  /** a fair one-resource waiter's record of its queued attempts, to date a grant a release hands it (handed-grant.ts) */
+  readonly marks?: BusyMarks;
 }
 
 /** What the steps outside redlock.ts (lease.ts, judge.ts) need of the node set. */
@@ -95,8 +99,12 @@ export interface NodeSet {
   /** per standalone node: extensions due together go out as one call (undefined: a Cluster node) */
   readonly batchers: ReadonlyArray<ExtendBatcher | undefined>;
   readonly reportNodeError: NodeErrorReport;
+  /** some node is a Redis Cluster (keys of one call must share a slot; markers per slot) */
+  readonly anyCluster: boolean;
   keys(resources: readonly string[]): ResourceKeys[];
   markerFor(i: number, keys: readonly ResourceKeys[]): string;
+  /** markerFor of the keys whose first lock key is `lock` */
+  markerOfLock(i: number, lock: string): string;
   scopeFor(i: number, keys: readonly ResourceKeys[]): string;
   /** `epoch` as node i's shared copy (see Redlock.epochOf) */
   epochOf(i: number, epoch: string): string;

@@ -8,6 +8,7 @@ import { plantedFlaws } from './planted-flaws.js';
 import { acquireRound, dequeueAll } from './cross-slot.js';
 import type { ReleaseNotifications, Watch } from './notifications.js';
 import { Wakeup } from './notifications.js';
+import { BusyMarks } from './handed-grant.js';
 import { Redlock, type Attempt, type Grant, type QueueOptions } from './redlock.js';
 
 /**
@@ -63,11 +64,16 @@ export interface Arrival {
  *                once an attempt that takes our place in line (a release may have slipped in meanwhile)
  *   awaitTurn    sleep until the nodes that blocked us name us, or a timer: the holder's lease end, a
  *                capped backoff, or (not first in line) keeping our place before its lease lapses
- *   confirm      the next attempt. A release hands the lock to the first live waiter in line (release.lua:
- *                the key holds our token when we wake), and this attempt takes it as ours: our ttl from
- *                now, a new fence. Validity counts from this request's send time (dateLease), never from
- *                the notification, which cannot say when the grant happened. Grants on less than a
- *                quorum are given back at once (released, so each node hands them on to its next waiter).
+ *   takeHanded   a release hands the lock to the first live waiter in line and tells it the grant (release.lua,
+ *                _handover.lua). A fair one-resource waiter takes the grants up without a request when it can
+ *                date them (handed-grant.ts: a fence above the counter its last queued attempt saw came after
+ *                that attempt, so the lease counts from its send time); the lock then extends itself to its
+ *                ttl in the background (Lock.topUp).
+ *   confirm      otherwise the next attempt. The key holds our token when we wake, and this attempt takes it
+ *                as ours: our ttl from now, a new fence. Validity counts from this request's send time
+ *                (dateLease), never from the notification, which cannot say when the grant happened. Grants on
+ *                less than a quorum are given back at once (released, so each node hands them on to its next
+ *                waiter).
  *   agreeOnFence (redlock.ts) the fence: the largest counter of the quorum, written back where it lags
  *
  * With fair: false the queue is ignored and every release wakes every waiter of this process, as in plain
@@ -127,6 +133,8 @@ class MutexWait {
       ticket: this.#waits && opts.fair ? (arrival?.ticket ?? ticketNow()) : '',
       lease: queueLease(opts, redlock.options.nodeTimeout),
       watch: !opts.fair && this.#waits,
+      // A fair one-resource waiter dates the grants releases hand it from its queued attempts (handed-grant.ts).
+      marks: opts.fair && this.#waits && resources.length === 1 ? new BusyMarks() : undefined,
     };
     this.#handoff = opts.fair && resources.length === 1 ? (resources[0] as string) : undefined;
     this.#firstAttemptDone = arrival?.firstAttemptDone;
@@ -173,7 +181,7 @@ class MutexWait {
         if (monotonicNow() >= this.#deadline) throw new LockTimeoutError(this.resources, this.opts.timeout, whyNot(last));
         if (!atOnce) this.onRetry({ resources: this.resources, attempt: subscribedLate ? turn : turn + 1, reason, waited: this.#waited() });
         last = await this.#confirm(reason);
-        if (last.kind === 'acquired') return this.#result(last.grant);
+        if (last.kind === 'acquired') return this.#result(last.grant, last.provisional);
         this.#stopUnlessWaiting(last);
       }
     } catch (error) {
@@ -224,10 +232,17 @@ class MutexWait {
   async #confirm(reason: RetryInfo['reason']): Promise<Attempt> {
     const wakeup = this.#wakeup as Wakeup;
     const handedBy = wakeup.namedBy();
+    const grants = wakeup.takeGrants();
     wakeup.reset();
     const shortcut = wakeup.takeShortcut();
     if (plantedFlaws.wakeupGrant && !shortcut && handedBy >= this.redlock.quorum)
       return { kind: 'acquired', grant: this.redlock.unconfirmedGrant(this.resources, this.#token, this.opts.ttl) };
+    // Woken by a release of this process (the shortcut), its attempt right behind that release is the faster way.
+    const handed = grants && !shortcut && this.#takeHandedGrant(grants);
+    if (handed) {
+      const taken = await handed;
+      if (taken.kind === 'acquired') return taken;
+    }
     let attempt = await this.#round(!this.opts.fair && reason === 'notified');
     if (this.#nodesFailed(attempt)) attempt = await this.#round(false);
     if (shortcut && this.#handoff) this.redlock.localWaiters.outcome(this.#handoff, attempt.kind === 'acquired');
@@ -236,7 +251,18 @@ class MutexWait {
 
   // Helpers of the steps above.
 
-  /** Step 1 when a release by this process granted us the lock (redlock.ts releaseTo): its outcome, if acquired. */
+  /** Step 4 without a round (takeHanded above): the releases that named us granted us the lock, each grant dated (handed-grant.ts). */
+  #takeHandedGrant(grants: ReadonlyArray<string | undefined>): Promise<Attempt> | undefined {
+    const { marks } = this.#queue;
+    // A handed key's lease is what was left of our place: the queue lease from the attempt that dates it.
+    const validFor = Math.min(this.opts.ttl, this.#queue.lease);
+    const taken = marks && this.redlock.takeHanded(this.resources, this.#token, this.opts.ttl, validFor, grants, { ...this.#queue, marks });
+    if (!taken) return undefined;
+    this.#attempts++;
+    this.#inFlight = taken;
+    return guard(this.redlock, taken, this.signal);
+  }
+
   #takeHanded(handed: Promise<Attempt | undefined>): Promise<Attempt | undefined> {
     this.#attempts++;
     this.#inFlight = handed;
@@ -272,8 +298,9 @@ class MutexWait {
     return monotonicNow() - this.#started;
   }
 
-  #result(grant: Grant): WaitResult {
-    return { grant, attempts: this.#attempts, waited: this.#waited() };
+  #result(grant: Grant, provisional?: true): WaitResult {
+    const result = { grant, attempts: this.#attempts, waited: this.#waited() };
+    return provisional ? { ...result, provisional } : result;
   }
 }
 

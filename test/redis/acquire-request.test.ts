@@ -6,10 +6,13 @@ import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import type { Lock } from '../../src/index.js';
 import { acquireArgs } from '../../src/redis/redlock.js';
+import { scripts } from '../../src/redis/scripts/index.js';
+import { acquireLua } from '../../src/redis/scripts/lua.generated.js';
 import { eventually } from '../support/harness.js';
 import { keysOf, queued, readyManager, uniqueResource, within, withNodeSets } from '../lock-manager/helpers.js';
 
 const OPTIONS = { ttl: 5000, nodeTimeout: 200, acquireTimeout: 10_000 };
+const ACQUIRE_SHA = scripts.acquire.sha;
 
 test('acquireArgs leaves out the trailing arguments that would say their default', () => {
   const bare = { fair: true, ticket: '', lease: 2800 };
@@ -42,11 +45,12 @@ async function acquireCalls(urls: readonly string[], work: () => Promise<void>):
   const seen: string[][][] = urls.map(() => []);
   monitors.forEach((m, i) =>
     m.on('monitor', (_time: string, args: string[]) => {
-      const [command, , keyCount, ...rest] = args;
+      const [command, script, keyCount, ...rest] = args;
       const keys = Number(keyCount);
-      // acquire.lua's keys end with the node's marker; its first argument is an owner token.
+      // acquire.lua (by its body or its sha: release.lua takes the same keys); its first argument is an owner token.
       if (
         /^eval(sha)?$/i.test(command ?? '') &&
+        (String(script).startsWith(acquireLua.slice(0, 30)) || String(script).toLowerCase() === ACQUIRE_SHA) &&
         keys >= 2 &&
         String(rest[0]).endsWith(':lock') &&
         String(rest[keys - 1]).includes('{node}')

@@ -30,7 +30,7 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
   const release = (resource: string, token: string): Promise<unknown> => admin().eval(releaseLua, 1, keysOf(resource).lock, token);
   /** release.lua with a successor (redlock.ts releaseTo): its token, ticket and ttl; no fence hint, no age. */
   const releaseTo = (resource: string, token: string, successor: string, ticket: string, ttl: string, marker: string): Promise<unknown> =>
-    admin().eval(releaseLua, 2, keysOf(resource).lock, marker, token, successor, ticket, ttl, '', '0');
+    admin().eval(releaseLua, 2, keysOf(resource).lock, marker, token, '', successor, ticket, ttl, '0');
 
   test('goes to the first waiter whose place is live, skipping and dropping lapsed places; PX = what is left of its place', async () => {
     const r = uniqueResource('lapsed');
@@ -89,6 +89,65 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     await scene(gone, 'someone', []);
     assert.equal(await releaseTo(gone, 'holder', 'mine', '10', '3000', marker), 0, 'not our key: nothing released, nothing granted');
     assert.equal(await admin().get(keysOf(gone).lock), 'someone');
+  });
+
+  test('given the marker, the release grants the waiter the lock: a fence above the hint, the grant told on its channel', async () => {
+    const marker = markerKey('fencelock:');
+    const r = uniqueResource('granted');
+    const k = keysOf(r);
+    const waiter = 'mgr00001' + 'w'.repeat(24);
+    await scene(r, 'holder', [
+      ['deadbeef' + 'd'.repeat(24), 1, -50],
+      [waiter, 2, 2_000],
+    ]);
+    const counter = BigInt((await admin().hget(marker, 'fence')) ?? '0');
+    const hint = (counter + 40n).toString();
+    const listener = admin().duplicate();
+    const heard: string[] = [];
+    listener.on('message', (_channel: string, message: string) => heard.push(message));
+    await listener.subscribe(`${k.channel}:mgr00001`);
+    try {
+      assert.equal(await admin().eval(releaseLua, 2, k.lock, marker, 'holder', hint), 1);
+      assert.equal(await admin().get(k.lock), waiter, 'the live head, past the lapsed place');
+      const pttl = await admin().pttl(k.lock);
+      assert.ok(pttl > 1_000 && pttl <= 2_000, `the handed key lives as long as the waiter's place: ${pttl} ms`);
+      await eventually(async () => heard.length > 0, 2_000);
+      const [token, ok, fence, epoch, age, trusted, longest] = (heard[0] as string).split(' ');
+      assert.equal(token, waiter, `the message names the waiter first: ${heard[0]}`);
+      assert.equal(ok, '1', 'then a grant reply, as acquire.lua would give it');
+      assert.equal(BigInt(fence ?? '0'), counter + 41n, 'the counter raised to the hint, then incremented');
+      assert.equal(await admin().hget(marker, 'fence'), fence, 'the node counter is the fence');
+      assert.equal(epoch, await admin().hget(marker, 'epoch'));
+      assert.ok(Number(age) >= 0, `with the marker's age, for the waiter's restart quarantine: ${age}`);
+      assert.ok(trusted === '0' || trusted === '1');
+      assert.ok(Number(longest) >= 0, `and the longest ttl: ${longest}`);
+      assert.deepEqual(await admin().zrange(k.queue, '0', '-1'), [], 'the granted waiter and the lapsed place left the queue');
+      assert.deepEqual(await admin().zrange(k.leases, '0', '-1'), []);
+    } finally {
+      listener.disconnect();
+    }
+  });
+
+  test('without the marker (an older release, dequeue.lua), the waiter is told its token alone and no fence is issued', async () => {
+    const marker = markerKey('fencelock:');
+    const r = uniqueResource('older-release-script');
+    const k = keysOf(r);
+    const waiter = 'mgr00002' + 'o'.repeat(24);
+    await scene(r, 'holder', [[waiter, 1, 1_500]]);
+    const listener = admin().duplicate();
+    const heard: string[] = [];
+    listener.on('message', (_channel: string, message: string) => heard.push(message));
+    await listener.subscribe(`${k.channel}:mgr00002`);
+    try {
+      const counter = await admin().hget(marker, 'fence');
+      assert.equal(await release(r, 'holder'), 1);
+      assert.equal(await admin().get(k.lock), waiter);
+      await eventually(async () => heard.length > 0, 2_000);
+      assert.deepEqual(heard, [waiter], 'the token alone: its next attempt confirms the grant (acquire.lua)');
+      assert.equal(await admin().hget(marker, 'fence'), counter, 'no fence issued for it');
+    } finally {
+      listener.disconnect();
+    }
   });
 
   test('a waiter that gave up passes on a key handed to it, to the next live waiter', async () => {
@@ -158,6 +217,31 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     await lock.release();
     await locks.close();
     await other.close();
+  });
+
+  test('a waiter told by an older release (its token alone, no grant) confirms with one attempt and gets the lock', async () => {
+    const r = uniqueResource('older-release');
+    const k = keysOf(r);
+    // The waiter's backoff outlasts the test: only the release's message can wake it.
+    const locks = await readyManager(env, 'ioredis', {
+      ttl: 5_000,
+      retry: { minDelay: 10_000, maxDelay: 10_000, jitter: 'none' as const },
+    });
+    try {
+      await admin().set(k.lock, 'older-holder', 'PX', 60_000);
+      const waiting = locks.acquire(r, { timeout: 8_000 });
+      await eventually(async () => (await admin().zcard(k.queue)) === 1, 5_000);
+      // release.lua as an older fencelock sends it: no marker, no hint.
+      assert.equal(await release(r, 'older-holder'), 1);
+      const lock = await within(waiting, 5_000, 'the waiter');
+      assert.equal(await admin().get(k.lock), lock.value);
+      const pttl = await admin().pttl(k.lock);
+      assert.ok(pttl > 4_000, `its confirming attempt set its own ttl: ${pttl} ms`);
+      assert.ok(lock.remaining() > 4_000, `dated from that attempt: ${lock.remaining()} ms`);
+      await lock.release();
+    } finally {
+      await locks.close();
+    }
   });
 
   test('a waiter that gave up with nobody behind it deletes a key handed to it', async () => {

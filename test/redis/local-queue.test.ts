@@ -152,11 +152,15 @@ withNodeSets('local queue', [1, 3], (env) => {
     await lockA.release();
     const lockB = await within(b, 3000, 'b');
     const calls = (await scriptCalls(admin)).map((n, i) => n - (before[i] as number));
-    assert.deepEqual(
-      calls,
-      admin.map(() => 3),
-      "per node: holder's release, a's attempt after it was named, a's release; b made no round of its own",
+    // Per node: holder's release (which granted a the lock: a took up the grant it was told, handed-grant.ts,
+    // and extended it to its ttl), a's release; b made no round of its own. A node whose message had not reached
+    // a when a quorum's had (a woke at a quorum) also saw a leave its queue there (dequeue.lua, in the background).
+    assert.ok(
+      calls.every((n) => n === 3 || n === 4),
+      `script calls per node: ${JSON.stringify(calls)}`,
     );
+    // A round of a's own would have issued a fence of its own on top of the one the holder's release issued.
+    assert.equal(lockA.fence, holder.fence + 1n, `a's fence is the one the release issued: ${lockA.fence}`);
     assert.ok(lockB.isValid(), 'b holds a valid lock');
     assert.ok(lockB.fence > lockA.fence, `b's fence ${lockB.fence} > a's ${lockA.fence}`);
     assert.deepEqual(

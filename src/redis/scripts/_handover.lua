@@ -5,17 +5,21 @@
 -- relies on this: a free key with no queue is free for anyone). Lapsed places (a crashed process) are
 -- dropped on the way, never handed a lock.
 --
--- The key is written with the waiter's token and, as its lease, what is left of the waiter's place in
--- line: a live waiter makes an attempt within that time anyway (wait.ts queueLease), and that attempt,
--- finding the key holding its own token, confirms the grant (acquire.lua: SET PX with its own ttl, a new
--- fence) and dates its validity from its own send time. A waiter told by pub/sub cannot know when the
--- grant happened, so it never counts validity from the notification. A waiter that died with its place
--- still live holds the lock no longer than that place would have lasted.
+-- The key is written with the waiter's token and, as its lease, what is left of the waiter's place in line:
+-- a waiter that died with its place still live holds the lock no longer than that place would have lasted.
+-- Given this node's marker (release.lua), the release also issues the grant's fence (the counter raised to
+-- the releaser's fence first, so that the nodes of one hand-over issue the same fence) and tells the waiter
+-- the grant on its manager's channel: '<token> 1 fence epoch age trusted longest', acquire.lua's grant reply
+-- after the token. The waiter may take it up without a request of its own (handed-grant.ts): it dates the
+-- lease from a queued attempt whose reply reported a counter below this fence, which therefore came before
+-- the grant, for as long as that attempt kept its place (the key's lease), and extends it to its ttl at once.
+-- Without such a moment it confirms with an attempt: finding the key holding its token, acquire.lua grants
+-- it (its ttl from then, a new fence).
 --
--- The notification is the waiter's token alone, on its manager's channel, exactly as before the
--- hand-over: a waiter of an older fencelock (which takes a key holding its own token as its own) is
--- handed the lock the same way and needs nothing new.
--- #include _clock.lua
+-- The grant is followed by the token alone, the notification of every hand-over before the grant existed:
+-- a waiter of an older fencelock ignores the grant and is woken by it. Without a marker (dequeue.lua, or a
+-- release of an older fencelock) the token alone is all, and no fence is issued: the waiter confirms.
+-- #include _node-state.lua
 
 -- The first waiter of queue `q` whose place (in `l`) has not lapsed, with its lease end; nil if none.
 -- Nobody queued costs one ZRANGE (no clock read: TIME is the costliest call here).
@@ -41,7 +45,8 @@ end
 -- manager's channel ('head'); or to `successor` (a caller waiting in the releasing process, not yet in the
 -- nodes' queue: local-queue.ts) when its `ticket` (arrival) is earlier than that waiter's, for `ttl_ms`
 -- ('successor': release.lua grants it there and then). False when nobody waits: the caller deletes the key.
-local function hand_over(key, successor, ticket, ttl_ms)
+-- `marker` (nil: none) and `hint` ('' = none): see the grant above.
+local function hand_over(key, marker, hint, successor, ticket, ttl_ms)
   local base = string.sub(key, 1, -6) -- without ':lock'
   local q, l = base .. ':queue', base .. ':leases'
   local head, lease_end = live_head(q, l)
@@ -58,6 +63,12 @@ local function hand_over(key, successor, ticket, ttl_ms)
   redis.call('ZREM', q, head)
   redis.call('ZREM', l, head)
   -- A mutex owner token starts with its manager's 8-character id: only that process is told.
-  redis.call('PUBLISH', base .. ':released:' .. string.sub(head, 1, 8), head)
+  local channel = base .. ':released:' .. string.sub(head, 1, 8)
+  if marker then
+    fold_legacy(marker, base .. ':fence')
+    -- ttl '0': the marker keeps the longest ttl the waiter's own attempts recorded.
+    redis.call('PUBLISH', channel, head .. ' ' .. grant_reply(marker, '0', string.sub(head, -16), true, hint))
+  end
+  redis.call('PUBLISH', channel, head)
   return 'head'
 end

@@ -35,7 +35,7 @@
 --   '1 fence epoch age trusted longest' when acquired (marker age ms, node trusted 1/0, longest ttl ms);
 --   '0 held epoch age trusted longest ahead counter' when not: the longest remaining ms of the keys held by
 --   others (-1: no expiry, 0: free), 1 if another waiter is ahead of us in a queue, and the node's fence
---   counter (only when ARGV[3] is given, else 0).
+--   counter (when ARGV[3] or a ticket is given, else 0).
 -- #include _node-state.lua
 local n = #KEYS - 1
 local token, ttl, hint, want_age = ARGV[1], ARGV[2], ARGV[3] or '', ARGV[4] == '1'
@@ -118,7 +118,9 @@ if held or ahead then
   elseif ARGV[7] == 'w' then
     for i = 1, n do redis.call('SET', base[i] .. ':watch', '1', 'PX', ARGV[6]) end
   end
-  local counter = hint ~= '' and (redis.call('HGET', marker, 'fence') or '0') or '0'
+  -- A queued waiter always gets the counter: a grant whose fence is above it came after this request
+  -- (handed-grant.ts).
+  local counter = (hint ~= '' or ticket ~= '') and (redis.call('HGET', marker, 'fence') or '0') or '0'
   return '0 ' .. held_ms .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest .. (ahead and ' 1 ' or ' 0 ') .. counter
 end
 

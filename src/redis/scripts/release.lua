@@ -4,31 +4,34 @@
 -- (<base>:leases) and release channel (<base>:released) are named after it (src/redis/keys.ts) and
 -- share its hash slot.
 -- ARGV[1] owner token
--- ARGV[2..6] (optional, one lock key) the releasing process's next caller for this resource, not yet in the
---            nodes' queue (local-queue.ts): its token, its ticket (arrival), its ttl ms, then as acquire.lua's
---            ARGV[3] and ARGV[4]: the fence hint, '1' = report the marker's age. KEYS[2] is then this node's
---            marker (a missing one takes the caller's token's last 16 characters as its epoch, as in acquire.lua).
---            It gets the lock when it arrived before every live waiter in the queue, and the release grants it
---            there and then, as acquire.lua's cheap path would: its ttl, a new fence. Its caller dates the
---            lease from the moment it sent this release, which came before the grant (redlock.ts).
+-- ARGV[2] (optional, one lock key) the fence hint: the counter is raised to it before a fence is issued to
+--         whoever the lock goes to ('' = none); the releaser's fence, so that every node of one hand-over
+--         issues the same fence. Given, KEYS[2] is this node's marker, and a waiter queued here is granted
+--         the lock (_handover.lua; a missing marker takes the waiter's token's last 16 characters as its epoch,
+--         as in acquire.lua).
+-- ARGV[3..6] (optional, with ARGV[2]) the releasing process's next caller for this resource, not yet in the
+--            nodes' queue (local-queue.ts): its token, its ticket (arrival), its ttl ms, '1' = report the
+--            marker's age. It gets the lock when it arrived before every live waiter in the queue, and the
+--            release grants it there and then, as acquire.lua's cheap path would: its ttl, a new fence. Its
+--            caller dates the lease from the moment it sent this release, which came before the grant (redlock.ts).
 -- Nobody waiting (no queue, no <base>:watch, no successor) is the common case, and there the release is a
 -- compare-and-delete plus one EXISTS: no queue to read, nothing to publish. A key deleted while waiters that do
 -- not queue (fair: false) watch it (acquire.lua sets <base>:watch for them) is announced with '*' on the
 -- shared channel. Returns how many keys were ours (handed over or deleted); with the successor granted,
 -- acquire.lua's grant reply instead: '1 fence epoch age trusted longest'.
 -- #include _handover.lua
--- #include _node-state.lua
-local successor = ARGV[2]
-local n = successor and 1 or #KEYS
+local hint, successor = ARGV[2], ARGV[3]
+local marker = hint and KEYS[2]
+local n = hint and 1 or #KEYS
 local released = 0
 for i = 1, n do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     local base = string.sub(KEYS[i], 1, -6)
     local waiting = redis.call('EXISTS', base .. ':queue', base .. ':watch') > 0
-    local handed = (waiting or successor) and hand_over(KEYS[i], successor, ARGV[3], ARGV[4])
+    local handed = (waiting or successor) and hand_over(KEYS[i], marker, hint or '', successor, ARGV[4], ARGV[5])
     if handed == 'successor' then
-      fold_legacy(KEYS[2], base .. ':fence')
-      return grant_reply(KEYS[2], ARGV[4], string.sub(successor, -16), ARGV[6] == '1', ARGV[5])
+      fold_legacy(marker, base .. ':fence')
+      return grant_reply(marker, ARGV[5], string.sub(successor, -16), ARGV[6] == '1', hint)
     end
     if not handed then
       redis.call('DEL', KEYS[i])
