@@ -1,13 +1,16 @@
 // The grant a release hands to a waiter of another process, taken up without a round of its own.
 //
 // A release that finds a waiter queued gives it the lock there and then (_handover.lua): the key with the
-// waiter's token and ttl, a new fence, and a message on the waiter's manager's channel that carries the
-// grant as acquire.lua would have replied it. The waiter may count the lease only from a moment it knows
-// came before that grant, and a notification cannot say when it was written. The rule used here:
+// waiter's token and, as its lease, what is left of the waiter's place in line, a new fence, and a message on
+// the waiter's manager's channel that carries the grant as acquire.lua would have replied it. The waiter may
+// count the lease only from a moment it knows came before that grant, and a notification cannot say when it
+// was written. The rule used here:
 //
 //   every queued attempt's reply reports the node's fence counter C at the moment the node ran it;
 //   a grant whose fence F > C (same epoch: the same counter) was issued after that attempt ran,
-//   so after the attempt was sent. Its lease (the waiter's ttl) is dated from that send time.
+//   so after the attempt was sent; the place that attempt renewed lasts the queue lease from then,
+//   and the handed key at least as long. So the lease counts from that send time, for min(ttl, queue
+//   lease), and the lock extends it to its ttl at once (Lock.topUp).
 //
 // The grants so dated count as an acquire round's grants would (redlock.ts decide: trust, quarantine, the
 // quorum, the fence); a node that has not named us yet (its message is on its way, or its release failed)
