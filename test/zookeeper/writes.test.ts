@@ -3,7 +3,9 @@
 // queue lock is 2 (create our znode, delete it): met on a fresh resource too, whose queue is made with our
 // znode in one transaction, and a wrong guess about a queue (made by another manager, or deleted by a sweep)
 // costs one write more, once.
-import { after, before, describe, test } from 'node:test';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import zookeeper from 'node-zookeeper-client';
 import { LockManager } from '../../src/index.js';
@@ -54,14 +56,52 @@ describe('zookeeper: the writes of an uncontended acquire+release', { skip: requ
     await ensemble?.stop();
   });
 
-  test('a fresh resource and a busy one alike: 2 writes per pair (the floor: create, delete)', async () => {
+  /**
+   * The writes of one answered pair. A release whose delete the server did not answer within the request
+   * timeout (2 s) resolves with `released: 0` and deletes in the background (recipe.ts removeForSure): that
+   * pair measures the server's stall, not the recipe. Twice in CI (never in 100 runs here, with or without
+   * fsync-heavy load beside it) one delete of this test went unanswered for 2 s by a healthy local server; so
+   * such a pair is said (with the server's own warnings: ZooKeeper logs an fsync slower than 1 s) and, once
+   * the background delete has landed and the log is still, measured again, at most twice. The other tests
+   * here measure a first pair whose cost a repeat would not have, so they stay single measurements.
+   */
+  async function answeredPairWrites(t: TestContext, locks: LockManager, resource: string | string[]): Promise<number> {
+    for (let attempt = 0; ; attempt++) {
+      let released = 0;
+      const writes = await writesOf(async () => {
+        ({ released } = await (await locks.acquire(resource)).release());
+      });
+      if (released === 1 || attempt === 2) {
+        assert.equal(released, 1, `the release of ${String(resource)} was answered in ${attempt + 1} tries`);
+        return writes;
+      }
+      const log = await readFile(path.join(ensemble.servers[0]!.dir, 'zookeeper.log'), 'utf8').catch(() => '');
+      const warnings = log.split('\n').filter((line) => /fsync|took|GC|pause/i.test(line));
+      t.diagnostic(
+        `${String(resource)}: the delete went unanswered within the request timeout; server warnings: ${warnings.slice(-5).join(' | ') || 'none'}`,
+      );
+      let last = -1n;
+      await eventually(
+        async () => {
+          const zxid = await lastZxid();
+          const still = zxid === last;
+          last = zxid;
+          return still;
+        },
+        10_000,
+        300,
+      );
+    }
+  }
+
+  test('a fresh resource and a busy one alike: 2 writes per pair (the floor: create, delete)', async (t) => {
     const locks = manager('fresh:');
     await pair(locks, 'warm-up')(); // the session (a write) and the root
-    for (let i = 0; i < 5; i++) assert.equal(await writesOf(pair(locks, `fresh-${i}`)), 2, `fresh resource ${i}`);
-    for (let i = 0; i < 5; i++) assert.equal(await writesOf(pair(locks, 'fresh-0')), 2, `known resource, pair ${i}`);
+    for (let i = 0; i < 5; i++) assert.equal(await answeredPairWrites(t, locks, `fresh-${i}`), 2, `fresh resource ${i}`);
+    for (let i = 0; i < 5; i++) assert.equal(await answeredPairWrites(t, locks, 'fresh-0'), 2, `known resource, pair ${i}`);
     // Three fresh resources at once: one transaction makes their queues and our znodes; one delete each.
-    assert.equal(await writesOf(pair(locks, ['multi-a', 'multi-b', 'multi-c'])), 4);
-    assert.equal(await writesOf(pair(locks, ['multi-a', 'multi-b', 'multi-c'])), 4);
+    assert.equal(await answeredPairWrites(t, locks, ['multi-a', 'multi-b', 'multi-c']), 4);
+    assert.equal(await answeredPairWrites(t, locks, ['multi-a', 'multi-b', 'multi-c']), 4);
   });
 
   test('a holder that made its queue takes that write’s zxid as its fence, without a look; the waiter behind it gets a greater one', async () => {
