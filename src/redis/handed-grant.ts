@@ -52,12 +52,15 @@ export class BusyMarks {
       const grant = grants[i];
       const sent = this.sent[i];
       const held = this.replies[i];
-      if (sent === undefined || held === undefined) return undefined;
+      // Trust as it was when each reply was read: only a node trusted then and now is judged from these replies
+      // (a node seen untrusted beside a trusted one counts as having lost its data, so a stale flag taken
+      // while a new deployment still bootstraps would quarantine it). Anything else is left to an attempt.
+      if (sent === undefined || held === undefined || !held.trusted) return undefined;
       if (grant === undefined) {
         replies.push(held);
         continue;
       }
-      if (grant.kind !== 'granted' || grant.epoch !== held.epoch || grant.fence <= held.counter) return undefined;
+      if (grant.kind !== 'granted' || !grant.trusted || grant.epoch !== held.epoch || grant.fence <= held.counter) return undefined;
       if (sent < start) start = sent;
       dated++;
       replies.push(grant);

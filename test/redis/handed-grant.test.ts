@@ -40,6 +40,16 @@ test('a later queued reply is the tighter date, and a grant not above its counte
   assert.equal(marks.roundOf([granted(3n)], 1, 1), undefined);
 });
 
+test('a node untrusted when its reply or its grant was read is not judged from them: left to an attempt', () => {
+  const marks = new BusyMarks();
+  marks.note(0, 100, held(7n));
+  marks.note(1, 100, { ...held(7n), trusted: false });
+  assert.equal(marks.roundOf([granted(8n), granted(8n)], 2, 2), undefined, 'node 1 was untrusted at the last look');
+  assert.equal(marks.roundOf([granted(8n), undefined], 2, 1), undefined, 'nor as the busy node beside a grant');
+  const untrusted: AcquireReply = { ...granted(8n), trusted: false } as AcquireReply;
+  assert.equal(marks.roundOf([untrusted], 1, 1), undefined, 'a grant from an untrusted counter');
+});
+
 test('another epoch (the node lost its data: another counter), or no queued reply from the node: not dated', () => {
   const marks = new BusyMarks();
   marks.note(0, 100, held(7n));

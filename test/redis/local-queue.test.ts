@@ -138,7 +138,9 @@ withNodeSets('local queue', [1, 3], (env) => {
     // yet, so a's first attempt is followed by one more as soon as its subscription is in place (wait.ts: a
     // release may have slipped in between): both are done before the count starts.
     const start = await scriptCalls(admin);
-    const a = locks.acquire(resource);
+    // a's ttl is at least its queue lease (20.8 s with this backoff): it may take a handed grant up without a
+    // round (a shorter ttl confirms with one, wait.ts).
+    const a = locks.acquire(resource, { ttl: 30_000 });
     await eventually(async () => (await scriptCalls(admin)).every((n, i) => n - (start[i] as number) === 2), 5000);
     assert.ok(
       (await queued(admin, resource)).every((q) => q.length === 1),
