@@ -31,7 +31,7 @@ export function judge(
 ): NodeAnswer[] {
   const now = monotonicNow();
   const reports = replies.map((r) => (r.kind === 'error' ? undefined : r));
-  const quarantine = redlock.health.assess(reports, scopes, now);
+  const { left: quarantine, settle } = redlock.health.assess(reports, scopes, now);
   const anyTrusted = reports.some((r) => r?.trusted === true);
   return replies.map((reply, i): NodeAnswer => {
     const node = redlock.nodes[i] as RedisNode;
@@ -52,6 +52,7 @@ export function judge(
       kind: reply.kind,
       trusted: reply.trusted,
       quarantine: left,
+      settle: left > 0 ? (settle[i] ?? 0) : 0,
       wait: held ? reply.wait : 0,
       ahead: held && reply.ahead,
       repair,

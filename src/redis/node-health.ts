@@ -14,6 +14,10 @@ import { driftOf, type RestartQuarantine } from '../options.js';
  *   clock, where Q is the longest ttl any client asked these nodes for (every request records its ttl on
  *   every node it reaches, and the maximum over the nodes that answer is taken) and never less than the
  *   longest this manager used. A new deployment (no node trusted yet) is usable at once.
+ *   An untrusted marker beside a trusted one is also what a new deployment looks like while another
+ *   manager's first acquire is marking its nodes trusted, one request per node: such a node is suspected,
+ *   not known, to have lost its data, and a second look `settleMs` later (the bootstrap's requests have
+ *   landed or timed out by then) tells which (`settle`). Its grant counts toward nothing meanwhile.
  * - N (ms), strict: a node whose marker is younger than N ms counts toward nothing, seen before or not.
  * - false: off.
  *
@@ -40,6 +44,22 @@ interface MarkerState {
   replacedAt: number;
   /** the epoch a nodeQuarantined event was emitted for */
   announced: string | undefined;
+  /** the epoch first seen untrusted beside a trusted node, with no epoch change seen (suspected lost) */
+  suspected: string | undefined;
+  /** monotonic ms when this manager first saw `suspected` so */
+  suspectedAt: number;
+}
+
+/** Per node, what one round's replies say about its restart quarantine (NodeHealth.assess). */
+export interface Assessment {
+  /** ms for which its grant must still not count (0: it may count now) */
+  readonly left: readonly number[];
+  /**
+   * ms until a second look may find a node that is only suspected of losing its data trusted after all
+   * (another manager bootstrapping a new deployment): a round short of a quorum retries then rather than
+   * wait `left` out (0: no such hope).
+   */
+  readonly settle: readonly number[];
 }
 
 /**
@@ -54,6 +74,8 @@ export class NodeHealth {
     private readonly mode: RestartQuarantine,
     nodeCount: number,
     private readonly driftFactor: number,
+    /** how long after this manager first saw a node suspected of loss it takes the suspicion as fact (2 × nodeTimeout) */
+    private readonly settleMs: number,
     /** a node starts a quarantine this manager had not seen yet: `left` ms from now */
     private readonly onQuarantine: (node: number, left: number) => void,
   ) {
@@ -110,14 +132,18 @@ export class NodeHealth {
   }
 
   /**
-   * For one round: per node, how many ms its grant must still not count (0: it may count now).
-   * `reports[i]` is undefined for a node that did not answer. Also records the epochs seen.
+   * For one round: per node, how many ms its grant must still not count, and how soon a node only suspected
+   * of loss is worth a second look. Also records the epochs seen. `reports[i]` is undefined for a node that
+   * did not answer. A suspected node's nodeQuarantined event waits for the second look.
    */
-  assess(reports: ReadonlyArray<NodeReport | undefined>, scopes: readonly string[], now: number): number[] {
+  assess(reports: ReadonlyArray<NodeReport | undefined>, scopes: readonly string[], now: number): Assessment {
     for (const [i, r] of reports.entries()) if (r) this.observe(i, r.epoch, now, scopes[i]);
     const left = this.quarantineLeft(reports, scopes, now);
-    for (const [i, r] of reports.entries()) if (r && (left[i] as number) > 0) this.announce(i, scopes[i] ?? '', r, left[i] as number);
-    return left;
+    const anyTrusted = reports.some((r) => r?.trusted === true);
+    const settle = reports.map((r, i) => (r && (left[i] as number) > 0 ? this.settling(i, scopes[i] ?? '', r, anyTrusted, now) : 0));
+    for (const [i, r] of reports.entries())
+      if (r && (left[i] as number) > 0 && settle[i] === 0) this.announce(i, scopes[i] ?? '', r, left[i] as number);
+    return { left, settle };
   }
 
   /**
@@ -171,6 +197,21 @@ export class NodeHealth {
     return state ? Math.max(0, Math.ceil(q - (now - state.replacedAt))) : q;
   }
 
+  /**
+   * ms until a second look at node i may clear it: it is lost by the "untrusted beside trusted" rule alone
+   * (this manager saw no epoch change), and first seen so less than settleMs ago. Strict mode judges by age alone.
+   */
+  private settling(i: number, scope: string, r: NodeReport, anyTrusted: boolean, now: number): number {
+    if (typeof this.mode === 'number' || r.trusted || !anyTrusted || r.epoch === null) return 0;
+    const state = this.state(i, scope);
+    if (state.replaced === r.epoch) return 0;
+    if (state.suspected !== r.epoch) {
+      state.suspected = r.epoch;
+      state.suspectedAt = now;
+    }
+    return Math.max(0, Math.ceil(state.suspectedAt + this.settleMs - now));
+  }
+
   private announce(i: number, scope: string, r: NodeReport, left: number): void {
     const state = this.state(i, scope);
     if (r.epoch === null || state.announced === r.epoch) return;
@@ -182,7 +223,14 @@ export class NodeHealth {
     const markers = this.markers[i] as Map<string, MarkerState>;
     let state = markers.get(scope);
     if (!state) {
-      state = { epoch: undefined, replaced: undefined, replacedAt: -Infinity, announced: undefined };
+      state = {
+        epoch: undefined,
+        replaced: undefined,
+        replacedAt: -Infinity,
+        announced: undefined,
+        suspected: undefined,
+        suspectedAt: -Infinity,
+      };
       markers.set(scope, state);
     }
     return state;

@@ -114,7 +114,7 @@ export class Redlock implements NodeSet {
     this.quorum = Math.floor(nodes.length / 2) + 1;
     this.marker = markerKey(options.keyPrefix);
     this.reportNodeError = events.nodeError;
-    this.health = new NodeHealth(options.restartQuarantine, nodes.length, options.driftFactor, (i, left) =>
+    this.health = new NodeHealth(options.restartQuarantine, nodes.length, options.driftFactor, 2 * options.nodeTimeout, (i, left) =>
       events.nodeQuarantined(nodes[i] as RedisNode, left),
     );
     this.repairs = new Repairs({

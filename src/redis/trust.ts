@@ -34,6 +34,8 @@ export interface NodeAnswer {
   readonly wait: number;
   /** held: the node is free but another waiter is ahead of us in its queue */
   readonly ahead: boolean;
+  /** in quarantine on suspicion only (node-health.ts settle): ms until a second look may clear it (0: none) */
+  readonly settle?: number;
   /** granted but untrusted, out of quarantine, and a repair of it is under way: ms until it may count (0: none) */
   readonly repair?: number;
 }
@@ -90,7 +92,7 @@ export function shortfall(answers: readonly NodeAnswer[], count: GrantCount, quo
       if (a.ahead) ahead++;
       pending.push(a.wait);
     } else if (a.kind === 'granted' && !counted.has(i) && (a.quarantine > 0 || (a.repair ?? 0) > 0)) {
-      pending.push(a.quarantine > 0 ? a.quarantine : (a.repair as number));
+      pending.push(a.quarantine > 0 ? a.settle || a.quarantine : (a.repair as number));
     }
     // Errors, and untrusted grants out of quarantine with no repair under way, are not pending: no wait helps.
   }

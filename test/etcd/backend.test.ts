@@ -160,4 +160,24 @@ describe('etcd backend', { skip: requireEtcd('etcd (the etcd backend)') }, () =>
     await lock.extend(500);
     await lock.release();
   });
+
+  test('an extend right after the acquire finds the lock: its check is a linearizable read', async () => {
+    // The check was a transaction of compares alone, which etcd serves as a serializable read from whichever
+    // member answers: one that had not applied the acquire yet said the key was gone (9 of 480 such pairs on
+    // these 3 local members, and the test above failed so once in a full suite run). Without the fix this
+    // fails every time here: each acquire grants a lease of its own (ttl 450: too short to lend one again), so
+    // the key's put is the second of two writes and a follower is the more likely to lag behind it.
+    const locks = manager(500);
+    const lost: string[] = [];
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, caller) => {
+        for (let i = 0; i < 40; i++) {
+          const lock = await locks.acquire(`extend-at-once-${caller}-${i}`, { ttl: 450 });
+          await lock.extend(500).catch((e: unknown) => lost.push((e as Error).message));
+          await lock.release();
+        }
+      }),
+    );
+    assert.deepEqual(lost, []);
+  });
 });

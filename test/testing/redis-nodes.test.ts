@@ -97,6 +97,25 @@ describe('local redis nodes', () => {
     assert.equal(await withClient(n.url, (c) => c.ping()), 'PONG');
   });
 
+  // Overlapping, two restarts killed each other's servers ("failed to start: exited with SIGKILL" for both): a
+  // chaos schedule restarting nodes twice within 0.6 s met that on a loaded machine.
+  test('restarts and kills called while a restart runs take effect one after another, in call order', async () => {
+    const n = await node();
+    const pids: Array<number | undefined> = [];
+    const first = n.restart().then(() => pids.push(n.pid));
+    const second = n.restart().then(() => pids.push(n.pid));
+    await Promise.all([first, second]);
+    assert.equal(pids.length, 2);
+    assert.ok(pids[0] !== undefined && pids[1] !== undefined && pids[0] !== pids[1], `two servers in turn: ${pids.join(', ')}`);
+    assert.equal(n.pid, pids[1]);
+    assert.equal(await withClient(n.url, (c) => c.ping()), 'PONG');
+    // A kill called during a restart kills the server that restart started, not one still starting.
+    const restarting = n.restart();
+    const killing = n.kill();
+    await Promise.all([restarting, killing]);
+    assert.equal(n.isRunning(), false);
+  });
+
   test('stop() kills the process by its PID and removes its dir; it is idempotent', async () => {
     const n = await node();
     const pid = n.pid;
