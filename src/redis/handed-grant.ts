@@ -9,8 +9,9 @@
 //   every queued attempt's reply reports the node's fence counter C at the moment the node ran it;
 //   a grant whose fence F > C (same epoch: the same counter) was issued after that attempt ran,
 //   so after the attempt was sent; the place that attempt renewed lasts the queue lease from then,
-//   and the handed key at least as long. So the lease counts from that send time, for min(ttl, queue
-//   lease), and the lock extends it to its ttl at once (Lock.topUp).
+//   and the handed key at least as long. So the lease counts from that send time, for the queue lease
+//   (only a waiter whose ttl is at least that takes a grant up so: wait.ts), and the lock extends it to
+//   its ttl at once (Lock.topUp).
 //
 // The grants so dated count as an acquire round's grants would (redlock.ts decide: trust, quarantine, the
 // quorum, the fence); a node that has not named us yet (its message is on its way, or its release failed)
