@@ -102,19 +102,23 @@ export class LocalEtcdMember extends LocalServer {
   }
 
   /** Crash and bring back on the same ports with its data: it rejoins the cluster as the same member. */
-  async restart(): Promise<void> {
-    if (this.#stopped) throw new Error(`etcd member ${this.name} was stopped`);
-    await this.kill();
-    await this.spawn(true);
+  restart(): Promise<void> {
+    if (this.#stopped) return Promise.reject(new Error(`etcd member ${this.name} was stopped`));
+    return this.serially(async () => {
+      await this.process.kill();
+      await this.spawn(true);
+    });
   }
 
   /** Kill and remove its temp dir; safe to call twice. */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.#stopped = true;
-    await this.kill();
-    releasePort(this.clientPort);
-    releasePort(this.peerPort);
-    await rm(this.dir, { recursive: true, force: true });
+    return this.serially(async () => {
+      await this.process.kill();
+      releasePort(this.clientPort);
+      releasePort(this.peerPort);
+      await rm(this.dir, { recursive: true, force: true });
+    });
   }
 
   /** @internal whether it answers, and whether it is the leader; undefined if it does not answer. */

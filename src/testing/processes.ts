@@ -200,6 +200,8 @@ export class ServerProcess {
 export abstract class LocalServer {
   /** @internal the server's process */
   protected readonly process: ServerProcess;
+  /** the last kill, restart or stop called, settled: the next one starts after it (serially) */
+  #lifecycle: Promise<unknown> = Promise.resolve();
 
   /** `what` names the server in errors (`redis node redis://127.0.0.1:7001`, `etcd member m0`). */
   protected constructor(what: string) {
@@ -221,9 +223,25 @@ export abstract class LocalServer {
     return this.process.paused;
   }
 
-  /** Default SIGKILL: a crash, nothing flushed. Resolves once the process is really gone; its data dir stays. */
+  /**
+   * Default SIGKILL: a crash, nothing flushed. Resolves once the process is really gone; its data dir stays.
+   * Called while a restart runs, it waits for that restart and kills what it started.
+   */
   kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
-    return this.process.kill(signal);
+    return this.serially(() => this.process.kill(signal));
+  }
+
+  /**
+   * @internal Runs a server's kill, restart and stop calls one after another, in call order (each subclass's own steps
+   * go through here and use `process.kill()` inside). Overlapping, they undid each other: a second restart()
+   * killed the server the first was still waiting on, and the first's clean-up then killed the second's
+   * (a Redis node's "failed to start: exited with SIGKILL" for both; a chaos schedule restarting nodes twice
+   * within 0.6 s met it on a loaded machine).
+   */
+  protected serially(op: () => Promise<void>): Promise<void> {
+    const done = this.#lifecycle.then(op);
+    this.#lifecycle = done.catch(() => undefined);
+    return done;
   }
 
   /** SIGSTOP: a hung server (connections stay open, nothing answers). */

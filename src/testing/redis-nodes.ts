@@ -94,8 +94,6 @@ export class LocalRedisNode extends LocalServer {
   /** `redis://127.0.0.1:<port>` */
   readonly url: string;
   #stopped = false;
-  /** the last kill, restart or stop called, settled: the next one starts after it (#serially) */
-  #lifecycle: Promise<unknown> = Promise.resolve();
 
   /** @internal use startRedisNode() */
   constructor(
@@ -121,7 +119,7 @@ export class LocalRedisNode extends LocalServer {
     const keepData = opts.keepData ?? !!this.opts.persistence;
     if (keepData && !this.opts.persistence)
       return Promise.reject(new Error('restart({ keepData: true }) needs startRedisNode({ persistence: true })'));
-    return this.#serially(async () => {
+    return this.serially(async () => {
       await this.process.kill();
       if (!keepData) {
         await Promise.all(['appendonlydir', 'dump.rdb'].map((f) => rm(path.join(this.dir, f), { recursive: true, force: true })));
@@ -130,32 +128,15 @@ export class LocalRedisNode extends LocalServer {
     });
   }
 
-  /** Default SIGKILL: a crash, nothing flushed. Waits for a restart() called before it to finish, then kills what it started. */
-  override kill(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
-    return this.#serially(() => this.process.kill(signal));
-  }
-
   /** Kill and remove its temp dir; safe to call twice or from several cleanups. */
   stop(): Promise<void> {
     this.#stopped = true;
-    return this.#serially(async () => {
+    return this.serially(async () => {
       await this.process.kill();
       releasePort(this.port);
       if (this.opts.cluster) releasePort(this.port + CLUSTER_BUS_OFFSET);
       await rm(this.dir, { recursive: true, force: true });
     });
-  }
-
-  /**
-   * Runs kill, restart and stop one after another, in call order. Overlapping, they undid each other: a
-   * second restart() killed the server the first was still waiting on, and the first's clean-up then killed
-   * the second's ("failed to start: exited with SIGKILL" for both; a chaos schedule restarting nodes twice
-   * within 0.6 s met it on a loaded machine).
-   */
-  #serially(op: () => Promise<void>): Promise<void> {
-    const done = this.#lifecycle.then(op);
-    this.#lifecycle = done.catch(() => undefined);
-    return done;
   }
 
   /** @internal spawn and wait for PONG; rejects (with the log tail) if the server dies or times out. */

@@ -193,10 +193,12 @@ export class LocalZooKeeperServer extends LocalServer {
    * Crash (SIGKILL) and bring back on the same ports with its data: it rejoins the ensemble as the same server.
    * Resolves once the process runs; `waitUntilServing()` waits for it to have synced with a leader.
    */
-  async restart(): Promise<void> {
-    if (this.#stopped) throw new Error(`zookeeper server ${this.name} was stopped`);
-    await this.kill();
-    await this.spawn();
+  restart(): Promise<void> {
+    if (this.#stopped) return Promise.reject(new Error(`zookeeper server ${this.name} was stopped`));
+    return this.serially(async () => {
+      await this.process.kill();
+      await this.spawn();
+    });
   }
 
   /**
@@ -204,19 +206,23 @@ export class LocalZooKeeperServer extends LocalServer {
    * with the same `myid`: it rejoins and takes a full snapshot from the leader. Resolves once the process runs.
    * With a majority of the ensemble empty at once, committed data can be lost: that is ZooKeeper's contract.
    */
-  async restartEmpty(): Promise<void> {
-    if (this.#stopped) throw new Error(`zookeeper server ${this.name} was stopped`);
-    await this.kill();
-    await rm(this.dataDir, { recursive: true, force: true });
-    await this.spawn();
+  restartEmpty(): Promise<void> {
+    if (this.#stopped) return Promise.reject(new Error(`zookeeper server ${this.name} was stopped`));
+    return this.serially(async () => {
+      await this.process.kill();
+      await rm(this.dataDir, { recursive: true, force: true });
+      await this.spawn();
+    });
   }
 
   /** Kill and remove its temp dir; safe to call twice. */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.#stopped = true;
-    await this.kill();
-    for (const port of [this.clientPort, this.quorumPort, this.electionPort]) releasePort(port);
-    await rm(this.dir, { recursive: true, force: true });
+    return this.serially(async () => {
+      await this.process.kill();
+      for (const port of [this.clientPort, this.quorumPort, this.electionPort]) releasePort(port);
+      await rm(this.dir, { recursive: true, force: true });
+    });
   }
 
   /**

@@ -20,6 +20,13 @@ async function kv(clientUrl: string, op: 'put' | 'range', key: string, value?: s
   return found === undefined ? undefined : Buffer.from(found, 'base64').toString();
 }
 
+/** The member's status once it answers (a restarted member answers once it caught up with the leader); bounded. */
+async function statusOnceUp(member: LocalEtcdCluster['members'][number], timeoutMs = 10_000): Promise<{ leader: boolean } | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await member.status()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  return member.status();
+}
+
 describe('local etcd cluster', { skip: requireEtcd('etcd (startEtcdCluster)') }, () => {
   test('three members on distinct free ports (never 2379/2380) form one cluster with a leader', async () => {
     const cluster = await startEtcdCluster({ members: 3 });
@@ -46,10 +53,7 @@ describe('local etcd cluster', { skip: requireEtcd('etcd (startEtcdCluster)') },
     assert.notEqual(next, old);
     await kv(next.clientUrl, 'put', 'k', 'during');
     await old.restart();
-    // Bounded: the rejoined member answers (as a follower) once it caught up with the leader.
-    const deadline = Date.now() + 10_000;
-    while (!(await old.status()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    assert.deepEqual(await old.status(), { leader: false });
+    assert.deepEqual(await statusOnceUp(old), { leader: false }, 'the rejoined member answers, as a follower');
     assert.equal(await kv(old.clientUrl, 'range', 'k'), 'during', 'caught up with what was written while it was down');
 
     const follower = cluster.members.find((m) => m !== next) as (typeof cluster.members)[number];
@@ -58,6 +62,18 @@ describe('local etcd cluster', { skip: requireEtcd('etcd (startEtcdCluster)') },
     assert.equal(await kv(next.clientUrl, 'range', 'k'), 'during', 'the other two still serve');
     follower.resume();
     assert.ok(await follower.status(5_000), 'it answers again');
+
+    // Two restarts and a kill called at once run one after another (LocalServer.serially): each restart's
+    // member started and ran, and the kill, called last, ended the second one.
+    const pids: Array<number | undefined> = [];
+    const restarts = [follower.restart(), follower.restart()].map((r) => r.then(() => pids.push(follower.pid)));
+    const killed = follower.kill();
+    await Promise.all([...restarts, killed]);
+    assert.equal(pids.length, 2);
+    assert.ok(pids[0] !== undefined && pids[1] !== undefined && pids[0] !== pids[1], `two processes in turn: ${pids.join(', ')}`);
+    assert.equal(follower.isRunning(), false);
+    await follower.restart();
+    assert.ok(await statusOnceUp(follower), 'and it comes back once more');
   });
 
   test('stop() ends every member by its own pid and removes its directory', async () => {
