@@ -12,7 +12,6 @@ import { randomSlice } from '../random.js';
 import { Repairs } from './repair.js';
 import { judge, nameUntrusted, shortOf } from './judge.js';
 import { dequeue, extendGrant, raiseFenceOn, releaseGrant, releaseOn, type Successor } from './lease.js';
-import type { BusyMarks } from './handed-grant.js';
 import { countGrants, type GrantCount, type NodeAnswer } from './trust.js';
 import type { Attempt, Grant, NodeErrorReport, NodeEvents, NodeSet, QueueOptions } from './types.js';
 
@@ -301,9 +300,9 @@ export class Redlock implements NodeSet {
   }
 
   /**
-   * The grants releases handed us (their messages, `grants`, per node: handed-grant.ts), dated by `marks`,
-   * judged as an acquire round's replies (decide) with the validity a handed key has: `validFor` ms (what
-   * the queued attempt that dates it left of our place) from that date. The grant keeps its `ttl`, and is
+   * The grants releases handed us (their messages, `grants`, per node: handed-grant.ts), dated by
+   * `queue.marks`, judged as an acquire round's replies (decide) with the validity a handed key has:
+   * `validFor` ms (what the queued attempt that dates it left of our place) from that date. The grant keeps its `ttl`, and is
    * provisional until the lock extends it to that. Undefined when the grants cannot be dated, or leave less
    * than half of `validFor`: the waiter confirms with an attempt instead.
    */
@@ -313,10 +312,10 @@ export class Redlock implements NodeSet {
     ttl: number,
     validFor: number,
     grants: ReadonlyArray<string | undefined>,
-    queue: QueueOptions & { readonly marks: BusyMarks },
+    queue: QueueOptions,
   ): Promise<Attempt> | undefined {
     const parsed = grants.map((text, i) => (text === undefined ? undefined : this.parsed(i, text)));
-    const dated = queue.marks.roundOf(parsed, this.nodes.length, this.quorum);
+    const dated = queue.marks?.roundOf(parsed, this.nodes.length, this.quorum);
     if (!dated || dated.start + validFor / 2 - driftOf(validFor, this.options.driftFactor) <= monotonicNow()) return undefined;
     for (const [i, reply] of parsed.entries()) if (reply) this.noted(i, reply);
     const round = { resources, keys: this.keys(resources), token, ttl: validFor, ...dated };

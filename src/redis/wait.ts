@@ -253,13 +253,12 @@ class MutexWait {
 
   /** Step 4 without a round (takeHanded above): the releases that named us granted us the lock, each grant dated (handed-grant.ts). */
   #takeHandedGrant(grants: ReadonlyArray<string | undefined>): Promise<Attempt> | undefined {
-    const { marks } = this.#queue;
     // A handed key's lease is what was left of our place: the queue lease from the attempt that dates it. A ttl
     // shorter than that is confirmed by an attempt instead: a holder frozen before its top-up lands would
     // otherwise keep the key for the queue lease, longer than its own ttl would.
     const validFor = this.#queue.lease;
-    if (!marks || this.opts.ttl < validFor) return undefined;
-    const taken = this.redlock.takeHanded(this.resources, this.#token, this.opts.ttl, validFor, grants, { ...this.#queue, marks });
+    if (!this.#queue.marks || this.opts.ttl < validFor) return undefined;
+    const taken = this.redlock.takeHanded(this.resources, this.#token, this.opts.ttl, validFor, grants, this.#queue);
     if (!taken) return undefined;
     this.#attempts++;
     this.#inFlight = taken;
