@@ -13,12 +13,18 @@ const out = join(dir, 'lua.generated.ts');
 const read = (f) => readFileSync(join(dir, f), 'utf8');
 // Each fragment goes into a script once: fragments may include fragments (_node-state.lua and _handover.lua
 // both need _clock.lua), and a second copy of _clock.lua would read the node's clock twice.
+// `-- #function name script.lua` makes a whole script a local function `name(KEYS, ARGV)` of the script that
+// says so (batch.lua runs several scripts' requests in one call); the fragments it includes must come first.
 const inline = (text, seen = new Set()) =>
-  text.replace(/^-- #include (\S+)\n/gm, (_, fragment) => {
-    if (!fragment.startsWith('_')) throw new Error(`${fragment}: only fragments (_name.lua) can be included`);
-    if (seen.has(fragment)) return '';
-    seen.add(fragment);
-    return inline(read(fragment), seen);
+  text.replace(/^-- #(include|function) (\S+)(?: (\S+))?\n/gm, (_, directive, name, file) => {
+    if (directive === 'function') {
+      if (!file || file.startsWith('_')) throw new Error(`#function ${name}: needs a script (name.lua), got ${file}`);
+      return `local function ${name}(KEYS, ARGV)\n${inline(read(file), seen)}end\n`;
+    }
+    if (!name.startsWith('_')) throw new Error(`${name}: only fragments (_name.lua) can be included`);
+    if (seen.has(name)) return '';
+    seen.add(name);
+    return inline(read(name), seen);
   });
 const names = readdirSync(dir)
   .filter((f) => f.endsWith('.lua') && !f.startsWith('_'))

@@ -10,6 +10,7 @@ import type { ResolvedManagerOptions } from '../options.js';
 import { toNodes, type RedisNode } from './adapters/index.js';
 import { MAX_IN_FLIGHT } from './adapters/node.js';
 import { Admission } from './admission.js';
+import { BatchingNode } from './batch.js';
 import { forceRelease, inspect } from './admin.js';
 import { ReleaseNotifications } from './notifications.js';
 import { waitRounds, type RoundHost } from './quorum-round.js';
@@ -48,7 +49,12 @@ export class RedisBackend implements Backend {
 
   /** Validates the clients (InvalidArgumentError) before anything connects. */
   constructor(clients: unknown, options: ResolvedManagerOptions, host: BackendHost, telemetry: RedisTelemetry) {
-    this.#nodes = toNodes(clients);
+    // Several standalone nodes take a turn's mutex requests in one call each (batch.ts): there the client does a
+    // request's work once per node, and that is what limits a busy process. One node is left as it is: there the
+    // node's own time decides, and it is better spent on requests that leave as they come (docs/benchmarks.md).
+    // A Cluster's keys span slots: never batched.
+    const given = toNodes(clients);
+    this.#nodes = given.length > 1 ? given.map((node) => (node.isCluster ? node : new BatchingNode(node))) : given;
     if (options.waitForReplicas && this.#nodes.some((n) => !n.canWaitForReplicas))
       throw new InvalidArgumentError(
         'waitForReplicas needs to send WAIT to the master of each key: not possible through an ioredis Cluster client (use node-redis createCluster, or standalone primaries)',

@@ -1,6 +1,7 @@
 import { Script } from '../adapters/types.js';
 import {
   acquireLua,
+  batchLua,
   dequeueLua,
   extendLua,
   extendManyLua,
@@ -16,6 +17,7 @@ import { migrateLua, readNodeLua, repairLua } from './lua.generated.js';
 export const scripts = {
   acquire: new Script('acquire', acquireLua),
   release: new Script('release', releaseLua),
+  batch: new Script('batch', batchLua),
   dequeue: new Script('dequeue', dequeueLua),
   extend: new Script('extend', extendLua),
   extendMany: new Script('extend-many', extendManyLua),
