@@ -19,6 +19,18 @@ export function queued(admin: readonly Redis[], resource: string): Promise<strin
   return Promise.all(admin.map((a) => a.call('ZRANGE', keysOf(resource).queue, '0', '-1') as Promise<string[]>));
 }
 
+/** Script calls (EVAL and EVALSHA) each node has run so far. */
+export async function scriptCalls(admin: readonly Redis[]): Promise<number[]> {
+  return Promise.all(
+    admin.map(async (x) => {
+      const stats = (await x.info('commandstats')) as string;
+      let calls = 0;
+      for (const m of stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
+      return calls;
+    }),
+  );
+}
+
 let counter = 0;
 /** A resource name no other test uses (node sets are shared within a file). */
 export function uniqueResource(label: string): string {

@@ -3,23 +3,10 @@
 // its own fence. One node is not batched. Real redis-server nodes, both client libraries.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Redis } from 'ioredis';
 import { NodeError, QuorumError, type Lock } from '../../src/index.js';
-import { keysOf, lockValues, readyManager, uniqueResource, withNodeSets } from '../lock-manager/helpers.js';
+import { keysOf, lockValues, readyManager, uniqueResource, withNodeSets, scriptCalls } from '../lock-manager/helpers.js';
 
 const OPTIONS = { ttl: 10_000, nodeTimeout: 500 };
-
-/** Script calls (EVAL and EVALSHA) each node has run so far. */
-async function scriptCalls(admin: readonly Redis[]): Promise<number[]> {
-  return Promise.all(
-    admin.map(async (x) => {
-      const stats = (await x.info('commandstats')) as string;
-      let calls = 0;
-      for (const m of stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
-      return calls;
-    }),
-  );
-}
 
 withNodeSets('batched requests', [1, 3], (env, nodeCount) => {
   for (const kind of ['ioredis', 'node-redis'] as const) {

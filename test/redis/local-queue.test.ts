@@ -5,22 +5,19 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockTimeoutError, type Lock, type LockManager } from '../../src/index.js';
 import { delay, eventually } from '../support/harness.js';
-import type { Redis } from 'ioredis';
-import { keysOf, lockValues, queued, readyManager, settle, uniqueResource, within, withNodeSets } from '../lock-manager/helpers.js';
+import {
+  keysOf,
+  lockValues,
+  queued,
+  readyManager,
+  settle,
+  uniqueResource,
+  within,
+  withNodeSets,
+  scriptCalls,
+} from '../lock-manager/helpers.js';
 
 const OPTIONS = { ttl: 5000, nodeTimeout: 200, acquireTimeout: 10_000 };
-
-/** Script calls (EVAL and EVALSHA) each node has run so far. */
-async function scriptCalls(admin: readonly Redis[]): Promise<number[]> {
-  return Promise.all(
-    admin.map(async (x) => {
-      const stats = (await x.info('commandstats')) as string;
-      let calls = 0;
-      for (const m of stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
-      return calls;
-    }),
-  );
-}
 
 /** Starts `count` acquires of `resource` on `locks` one after another (arrival order known), each recording its turn in `order`. */
 function callers(locks: LockManager, resource: string, count: number, order: number[], from = 0): Array<Promise<void>> {
