@@ -11,6 +11,7 @@ import { Redis } from 'ioredis';
 import { LockManager, QuorumError } from '../../src/index.js';
 import { startRedisNodes } from '../../src/testing/index.js';
 import { scripts } from '../../src/redis/scripts/index.js';
+import { eventually } from '../support/harness.js';
 
 const MARKER = 'fencelock:{node}:epoch';
 const HELD_BACK_MS = 250;
@@ -26,15 +27,6 @@ function holdingBackRaises(url: string, ms: number): Redis {
   return client;
 }
 
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (let i = 0; i < 1_000 && Date.now() < deadline; i++) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`${what} within ${timeoutMs} ms`);
-}
-
 describe('restart quarantine while a new deployment bootstraps', () => {
   test('a round that sees the bootstrap half done looks again instead of quarantining the nodes still unmarked', async () => {
     const nodes = await startRedisNodes(3);
@@ -47,7 +39,7 @@ describe('restart quarantine while a new deployment bootstraps', () => {
     try {
       const bootstrap = first.acquire('first');
       // Node 0 is marked trusted, nodes 1 and 2 not yet: the second manager's round sees exactly that.
-      await until(async () => (await (admin[0] as Redis).hget(MARKER, 'trusted')) === '1', 'node 0 marked trusted');
+      await eventually(async () => (await (admin[0] as Redis).hget(MARKER, 'trusted')) === '1', 5_000, 5);
       const marks = await Promise.all(admin.map((a) => a.hget(MARKER, 'trusted')));
       assert.deepEqual(marks, ['1', '0', '0'], 'the second round falls between the bootstrap’s requests');
       const lock = await second.acquire('second', { timeout: 5_000 });
