@@ -31,8 +31,7 @@ export function judge(
 ): NodeAnswer[] {
   const now = monotonicNow();
   const reports = replies.map((r) => (r.kind === 'error' ? undefined : r));
-  const { left: quarantine, settle } = redlock.health.assess(reports, scopes, now);
-  const anyTrusted = reports.some((r) => r?.trusted === true);
+  const { left: quarantine, settle, lostAlone } = redlock.health.assess(reports, scopes, now);
   return replies.map((reply, i): NodeAnswer => {
     const node = redlock.nodes[i] as RedisNode;
     if (reply.kind === 'error') {
@@ -41,7 +40,7 @@ export function judge(
       return { kind: 'error', trusted: false, quarantine: 0, wait: 0, ahead: false };
     }
     // Lost its data while others kept theirs: repair it once its quarantine is over.
-    const lost = !reply.trusted && anyTrusted && reply.epoch !== null;
+    const lost = lostAlone[i] === true && reply.epoch !== null;
     if (lost) redlock.repairs.schedule(i, scopes[i] ?? '', reply.epoch, quarantine[i] ?? 0);
     const left = reply.kind === 'granted' ? (quarantine[i] ?? 0) : 0;
     if (left > 0) failures.push({ node: node.name, error: new NodeError(node.name, quarantined(left)) });

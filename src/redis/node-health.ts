@@ -60,6 +60,11 @@ export interface Assessment {
    * wait `left` out (0: no such hope).
    */
   readonly settle: readonly number[];
+  /**
+   * untrusted beside a trusted node, with a marker: by what any client can tell, it lost its data while the others
+   * kept theirs (judge.ts schedules its repair)
+   */
+  readonly lostAlone: readonly boolean[];
 }
 
 /**
@@ -140,10 +145,11 @@ export class NodeHealth {
     for (const [i, r] of reports.entries()) if (r) this.observe(i, r.epoch, now, scopes[i]);
     const left = this.quarantineLeft(reports, scopes, now);
     const anyTrusted = reports.some((r) => r?.trusted === true);
-    const settle = reports.map((r, i) => (r && (left[i] as number) > 0 ? this.settling(i, scopes[i] ?? '', r, anyTrusted, now) : 0));
+    const lostAlone = reports.map((r) => r !== undefined && untrustedBeside(r, anyTrusted) && r.epoch !== null);
+    const settle = reports.map((r, i) => (r && lostAlone[i] && (left[i] as number) > 0 ? this.settling(i, scopes[i] ?? '', r, now) : 0));
     for (const [i, r] of reports.entries())
       if (r && (left[i] as number) > 0 && settle[i] === 0) this.announce(i, scopes[i] ?? '', r, left[i] as number);
-    return { left, settle };
+    return { left, settle, lostAlone };
   }
 
   /**
@@ -185,7 +191,11 @@ export class NodeHealth {
    * data together, or a repair or bootstrap by another manager has marked it trusted since).
    */
   private lost(i: number, scope: string, r: NodeReport, anyTrusted: boolean): boolean {
-    if (!r.trusted && anyTrusted) return true;
+    return untrustedBeside(r, anyTrusted) || this.sawReplaced(i, scope, r);
+  }
+
+  /** Whether this manager saw node i's epoch change to the one it reports now. */
+  private sawReplaced(i: number, scope: string, r: NodeReport): boolean {
     const state = this.markers[i]?.get(scope);
     return state?.replaced !== undefined && state.replaced === r.epoch;
   }
@@ -198,13 +208,12 @@ export class NodeHealth {
   }
 
   /**
-   * ms until a second look at node i may clear it: it is lost by the "untrusted beside trusted" rule alone
-   * (this manager saw no epoch change), and first seen so less than settleMs ago. Strict mode judges by age alone.
+   * ms until a second look at node i, lost alone (untrusted beside a trusted node), may clear it: this manager
+   * saw no epoch change, and first saw it so less than settleMs ago. Strict mode judges by age alone.
    */
-  private settling(i: number, scope: string, r: NodeReport, anyTrusted: boolean, now: number): number {
-    if (typeof this.mode === 'number' || r.trusted || !anyTrusted || r.epoch === null) return 0;
+  private settling(i: number, scope: string, r: NodeReport, now: number): number {
+    if (typeof this.mode === 'number' || r.epoch === null || this.sawReplaced(i, scope, r)) return 0;
     const state = this.state(i, scope);
-    if (state.replaced === r.epoch) return 0;
     if (state.suspected !== r.epoch) {
       state.suspected = r.epoch;
       state.suspectedAt = now;
@@ -235,4 +244,9 @@ export class NodeHealth {
     }
     return state;
   }
+}
+
+/** The rule any client can apply: a node untrusted while another answering node is trusted lost its data. */
+function untrustedBeside(r: NodeReport, anyTrusted: boolean): boolean {
+  return !r.trusted && anyTrusted;
 }
