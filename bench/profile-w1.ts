@@ -1,14 +1,15 @@
 // Where fencelock's time goes per acquire + release (docs/benchmarks.md, "Where the time goes").
-// One local node, pairs on fresh keys, against the built package; `--callers N` runs N callers at once (W2's
-// shape; default 1, W1's), `--floor` runs the raw floor (SET NX PX + compare-and-delete) instead, and
-// `--protocol` fencelock's own acquire and release scripts sent straight with ioredis (its protocol floor:
-// what fencelock's JavaScript adds is the difference). PAIRS=N sets the measured pairs (default 20,000).
+// Local nodes (one, or `--nodes N`), pairs on fresh keys, against the built package; `--callers N` runs N callers
+// at once (W2's shape; default 1, W1's), `--floor` runs the raw floor (SET NX PX + compare-and-delete) instead,
+// and `--protocol` fencelock's own acquire and release scripts sent straight with ioredis (its protocol floor:
+// what fencelock's JavaScript adds is the difference); on several nodes both fan out to all of them in parallel.
+// PAIRS=N sets the measured pairs (default 20,000).
 //
 //   npm run build
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-w1.ts [--callers 64] [--nodes 3] [--floor | --protocol | --previous]
 //   node --import tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile
 //
-// Prints wall time and client CPU per pair, and the Redis CPU per pair (INFO cpu of the node).
+// Prints wall time and client CPU per pair, and the Redis CPU per pair (INFO cpu of the nodes).
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { LockManager as Manager } from '../src/index.js';
@@ -29,27 +30,28 @@ const SAME_KEY = argv.includes('--same-key');
 // --nodes N: fencelock over N local nodes (Redlock; the design table's shape is `--nodes 3 --callers 50`).
 const nodesAt = argv.indexOf('--nodes');
 const NODES = nodesAt >= 0 ? Number(argv[nodesAt + 1]) : 1;
-if (NODES > 1 && (FLOOR || PROTOCOL)) throw new Error('--nodes runs fencelock itself only');
 const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
 const nodes = await Promise.all(Array.from({ length: NODES }, () => startRedisNode()));
 const clients = nodes.map((n) => new Redis(n.url));
-const client = clients[0] as Redis;
 const admins = nodes.map((n) => new Redis(n.url));
 const admin = admins[0] as Redis;
 const locks: Manager = new LockManager(clients, { ttl: 10_000 });
-const releaseSha = String(await admin.script('LOAD', RELEASE));
+const loadEverywhere = async (source: string): Promise<string> =>
+  String((await Promise.all(admins.map((a) => a.script('LOAD', source))))[0]);
+const releaseSha = await loadEverywhere(RELEASE);
 
 const { acquireLua, releaseLua } = (await import('../src/redis/scripts/lua.generated.js' as string)) as Record<string, string>;
-const acquireSha = String(await admin.script('LOAD', acquireLua as string));
-const releaseScriptSha = String(await admin.script('LOAD', releaseLua as string));
+const acquireSha = await loadEverywhere(acquireLua as string);
+const releaseScriptSha = await loadEverywhere(releaseLua as string);
 
+// --floor and --protocol on several nodes fan each step out to all of them in parallel, as Redlock does.
 async function protocolPair(key: string): Promise<void> {
   const token = randomBytes(18).toString('base64url');
   const lock = `fencelock:{${key}}:lock`;
-  const reply = String(await client.evalsha(acquireSha, 2, lock, 'fencelock:{node}:epoch', token, '10000'));
-  if (!reply.startsWith('1 ')) throw new Error(`${key} taken: ${reply}`);
-  await client.evalsha(releaseScriptSha, 1, lock, token);
+  const replies = await Promise.all(clients.map((c) => c.evalsha(acquireSha, 2, lock, 'fencelock:{node}:epoch', token, '10000')));
+  if (!replies.every((r) => String(r).startsWith('1 '))) throw new Error(`${key} taken: ${replies.join()}`);
+  await Promise.all(clients.map((c) => c.evalsha(releaseScriptSha, 1, lock, token)));
 }
 
 async function pair(key: string): Promise<void> {
@@ -59,8 +61,9 @@ async function pair(key: string): Promise<void> {
     return;
   }
   const token = randomBytes(16).toString('hex');
-  if ((await client.set(key, token, 'PX', 10_000, 'NX')) !== 'OK') throw new Error(`${key} taken`);
-  await client.evalsha(releaseSha, 1, key, token);
+  const set = await Promise.all(clients.map((c) => c.set(key, token, 'PX', 10_000, 'NX')));
+  if (!set.every((r) => r === 'OK')) throw new Error(`${key} taken`);
+  await Promise.all(clients.map((c) => c.evalsha(releaseSha, 1, key, token)));
 }
 
 async function run(prefix: string, pairs: number): Promise<void> {

@@ -79,7 +79,7 @@ try {
   const release = await load(releaseLua as string);
   for (const [label, sha] of [
     ["compare-and-delete (the floor's release)", floorRelease],
-    ['fencelock release.lua (nobody queued: ZRANGE, DEL, PUBLISH)', release],
+    ['fencelock release.lua (nobody waiting: GET, EXISTS, DEL)', release],
   ] as const) {
     rows.push([
       label,

@@ -36,21 +36,37 @@
 --   '0 held epoch age trusted longest ahead counter' when not: the longest remaining ms of the keys held by
 --   others (-1: no expiry, 0: free), 1 if another waiter is ahead of us in a queue, and the node's fence
 --   counter (when ARGV[3] or a ticket is given, else 0).
--- #include _node-state.lua
 local n = #KEYS - 1
-local token, ttl, hint, want_age = ARGV[1], ARGV[2], ARGV[3] or '', ARGV[4] == '1'
-local ticket, fair = ARGV[5] or '', (ARGV[7] or '1') == '1'
-local marker = KEYS[n + 1]
+local token, ttl, marker = ARGV[1], ARGV[2], KEYS[n + 1]
 
--- The cheap path (see above), before anything else is built: four calls (EXISTS, SET, the marker's HMGET,
--- HINCRBY). SET NX never overwrites a key of another type (the full path's GET then fails with WRONGTYPE).
--- One EXISTS checks both the queue and fencelock 0.1's counter.
+-- The cheap path (see above) comes first, before the shared functions below are built: four calls (EXISTS,
+-- SET, the marker's HMGET, HINCRBY) and nothing else to allocate. Every call of this script pays for what is
+-- built before its path returns, and with several nodes sharing a machine's cores, so does the lock's latency
+-- (docs/benchmarks.md, "The scripts' common paths"). SET NX never overwrites a key of another type (the full
+-- path's GET then fails with WRONGTYPE). One EXISTS checks both the queue and fencelock 0.1's counter.
+local cheap = false
 if n == 1 then
   local b = string.sub(KEYS[1], 1, -6)
   if redis.call('EXISTS', b .. ':queue', b .. ':fence') == 0 and redis.call('SET', KEYS[1], token, 'NX', 'PX', ttl) then
-    return grant_reply(marker, ttl, string.sub(token, -16), want_age, hint)
+    -- The usual node (trusted, its marker's ttl already this long) and request (no hint, no age asked for):
+    -- the reply grant_reply would give, built here. Anything else: grant_reply below.
+    if (ARGV[3] or '') == '' and ARGV[4] ~= '1' then
+      local m = redis.call('HMGET', marker, 'epoch', 'trusted', 'ttl')
+      if m[1] and m[2] == '1' and m[3] and tonumber(ttl) <= tonumber(m[3]) then
+        local f = redis.call('HINCRBY', marker, 'fence', 1)
+        -- HINCRBY's reply is exact below 2^53; past that, the field is read back as text (as next_fence does).
+        local fence = f < 9007199254740992 and string.format('%.0f', f) or redis.call('HGET', marker, 'fence')
+        return '1 ' .. fence .. ' ' .. m[1] .. ' -1 1 ' .. m[3]
+      end
+    end
+    cheap = true
   end
 end
+
+-- #include _node-state.lua
+local hint, want_age = ARGV[3] or '', ARGV[4] == '1'
+local ticket, fair = ARGV[5] or '', (ARGV[7] or '1') == '1'
+if cheap then return grant_reply(marker, ttl, string.sub(token, -16), want_age, hint) end
 
 -- Each resource's key name without ':lock': its other keys are this plus a suffix, built only when used.
 local base = {}

@@ -19,6 +19,17 @@
 -- not queue (fair: false) watch it (acquire.lua sets <base>:watch for them) is announced with '*' on the
 -- shared channel. Returns how many keys were ours (handed over or deleted); with the successor granted,
 -- acquire.lua's grant reply instead: '1 fence epoch age trusted longest'.
+-- The common case comes first, before the shared functions below are built (as in acquire.lua): one key,
+-- no successor, and the key is not ours any more, or nobody waits for it.
+if not ARGV[3] and (ARGV[2] or #KEYS == 1) then
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+  local base = string.sub(KEYS[1], 1, -6)
+  if redis.call('EXISTS', base .. ':queue', base .. ':watch') == 0 then
+    redis.call('DEL', KEYS[1])
+    return 1
+  end
+end
+
 -- #include _handover.lua
 local hint, successor = ARGV[2], ARGV[3]
 local marker = hint and KEYS[2]
