@@ -48,6 +48,11 @@ export const DESIGN_FIGURES: ReadonlyArray<{ clients: number; opsPerSec: number;
 
 export interface Profile {
   /**
+   * How many times each cell a target judges runs (bench/repeats.ts), interleaved with the cells it is judged
+   * against; the report gives the median run. The other cells run once.
+   */
+  repeats: number;
+  /**
    * sequential acquire+release pairs per process before any measurement (loads scripts, warms the JIT); the
    * issue's method: 200, then the timed ones. W1 times these too, as the cold path (first pair, first 100).
    */
@@ -67,6 +72,7 @@ const DRAIN_MS = ACQUIRE_TIMEOUT + 2_000; // callers still waiting at the end of
 
 export const PROFILES: Record<ProfileName, Profile> = {
   full: {
+    repeats: 3,
     warmupPairs: 200,
     w1: { ops: 2_000 },
     w2: { callers: 64, durationMs: 3_000 },
@@ -78,6 +84,7 @@ export const PROFILES: Record<ProfileName, Profile> = {
     cellTimeoutMs: { W1: 60_000, W2: 40_000, W3: 40_000 + DRAIN_MS, W4: 60_000 + DRAIN_MS, W5: 120_000, design: 40_000 },
   },
   quick: {
+    repeats: 1,
     warmupPairs: 3,
     w1: { ops: 30 },
     w2: { callers: 4, durationMs: 300 }, // W2 does not run on etcd or ZooKeeper in the smoke plan (smoke.ts)

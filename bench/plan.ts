@@ -6,6 +6,7 @@
 import { DESIGN_LIBRARIES, type Profile } from './config.js';
 import type { RunArgs } from './args.js';
 import { libraryEntry, notApplicable } from './libraries/index.js';
+import { runOrder } from './repeats.js';
 import { inSmokeRun } from './smoke.js';
 import type { CellId, Mode } from './types.js';
 
@@ -17,7 +18,7 @@ export interface PlannedCell extends CellId {
 export interface Plan {
   /** every cell, in the order of the report's tables */
   cells: PlannedCell[];
-  /** the cells that run (indexes into cells), grouped by process, in run order */
+  /** the cells that run (indexes into cells), grouped by process, in run order; a repeated cell (repeats.ts) appears once per run */
   batches: number[][];
 }
 
@@ -41,7 +42,15 @@ export function planRun(args: RunArgs, profile: Profile): Plan {
   }
   const planned = args.smokePlan ? cells.filter((c) => inSmokeRun(c.workload, c.library, c.mode)) : cells;
   const running = planned.map((c, i) => [c, i] as const).filter(([c]) => !c.skip);
-  if (args.profile === 'full') return { cells: planned, batches: running.map(([, i]) => [i]) };
+  if (args.profile === 'full')
+    return {
+      cells: planned,
+      batches: runOrder(
+        planned,
+        running.map(([, i]) => i),
+        profile.repeats,
+      ).map((i) => [i]),
+    };
   // quick: the Redis cells in one process, the etcd and ZooKeeper cells in another, run last, so that those
   // clusters (a ZooKeeper ensemble takes seconds to start) come up while the Redis cells run
   const redis = running.filter(([c]) => !CONSENSUS.includes(c.mode)).map(([, i]) => i);

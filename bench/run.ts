@@ -10,6 +10,7 @@ import {
   type LocalRedisNodes,
   type LocalZooKeeperEnsemble,
 } from '../src/testing/index.js';
+import { medianRun } from './repeats.js';
 import { PARTIAL_OUT, parseArgs } from './args.js';
 import { previousEntry } from './previous.js';
 import { commonSettings, ETCD_MEMBERS, MODE_LABEL, NODE_COUNT, PROFILES, ZOOKEEPER_CONFIG, ZOOKEEPER_SERVERS } from './config.js';
@@ -131,6 +132,7 @@ async function main(): Promise<void> {
     workloads: {
       profile: args.profile,
       warmupPairs: profile.warmupPairs,
+      repeats: profile.repeats,
       W1: profile.w1,
       W2: profile.w2,
       W3: profile.w3,
@@ -165,6 +167,8 @@ async function main(): Promise<void> {
   const results: Array<CellResult | undefined> = plan.cells.map((c) =>
     c.skip ? { ...c, status: 'n/a', wallMs: 0, error: c.skip } : undefined,
   );
+  // every run of each cell (a repeated one runs several times: repeats.ts); the report takes the median run
+  const runs: CellResult[][] = plan.cells.map(() => []);
   let redisVersion = 'unknown';
   const urls = servers.nodes.urls;
   try {
@@ -185,10 +189,11 @@ async function main(): Promise<void> {
         );
       } catch (e) {
         // etcd or ZooKeeper did not start: their cells fail with why, the others go on
-        batch.forEach(
-          (i, k) => (results[i] = { ...(cells[k] as CellId), status: 'failed', wallMs: 0, error: `could not start: ${String(e)}` }),
-        );
-        cells.forEach((_, k) => console.log(headline(results[batch[k] as number] as CellResult)));
+        batch.forEach((i, k) => {
+          const failed: CellResult = { ...(cells[k] as CellId), status: 'failed', wallMs: 0, error: `could not start: ${String(e)}` };
+          runs[i]?.push(failed);
+          console.log(headline(failed));
+        });
         continue;
       }
       const timeoutMs = cells.reduce((sum, c) => sum + profile.cellTimeoutMs[c.workload], 0);
@@ -196,13 +201,16 @@ async function main(): Promise<void> {
       measured.forEach((result, k) => {
         // An etcd or ZooKeeper cell sends no Redis commands: the idle nodes' counters would only read as noise.
         if (result.mode === 'etcd3' || result.mode === 'zk3') delete result.commands;
-        results[batch[k] as number] = result;
+        runs[batch[k] as number]?.push(result);
         console.log(headline(result));
       });
     }
   } finally {
     await stopServers(servers);
   }
+  runs.forEach((ran, i) => {
+    if (ran.length > 0) results[i] = medianRun(ran);
+  });
 
   // The workloads that are scripts of their own, on servers of their own: after ours are stopped.
   const external: ExternalResult[] = [];

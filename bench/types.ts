@@ -102,6 +102,8 @@ export interface CellResult extends Partial<WorkloadResult>, CellId {
   error?: string;
   /** wall time of the cell: spawn to exit of its process (a --quick batch: the cell's own part of it) */
   wallMs: number;
+  /** a cell that ran several times (bench/repeats.ts): its headline metric in every run, in run order; this is the median run */
+  repeats?: { metric: string; values: Array<number | null> };
 }
 
 /** The workload parameters of a run (its profile's, see config.ts). */
@@ -109,6 +111,8 @@ export interface WorkloadSettings {
   profile: ProfileName;
   /** sequential acquire+release pairs every cell process (and W4 worker) runs before it measures; W1 times them (cold) */
   warmupPairs?: number;
+  /** runs of each cell a target judges (bench/repeats.ts; older runs: 1) */
+  repeats?: number;
   W1: { ops: number; warmup?: number };
   W2: { callers: number; durationMs: number };
   W3: { callers: number; holdMs: number; durationMs: number; drainMs: number };

@@ -169,5 +169,27 @@ export function targetsTable(report: RunReport): string {
     `| target | mode | ${SUBJECT} | against | met? |`,
     '|---|---|--:|--:|---|',
     ...rows,
+    ...repeatsNote(report),
   ].join('\n');
+}
+
+/** Every run of the repeated cells (bench/repeats.ts), so that the spread behind each median is on the page. */
+function repeatsNote(report: RunReport): string[] {
+  const repeated = report.cells.filter((c) => c.repeats && c.repeats.values.length > 1);
+  if (repeated.length === 0) return [];
+  const runs = Math.max(...repeated.map((c) => c.repeats?.values.length ?? 0));
+  const lines = repeated.map((c) => {
+    const values = (c.repeats?.values ?? []).map(num).join(', ');
+    return `| ${c.workload} ${c.repeats?.metric} | ${placeLabel({ mode: c.mode, ...(c.clients === undefined ? {} : { clients: c.clients }) })} | ${c.library} | ${values} |`;
+  });
+  return [
+    '',
+    `The cells these targets compare ran ${runs} times each in this run, interleaved with the cells they are judged against ` +
+      `(fencelock, floor, fencelock, floor, ...; the design's three libraries likewise), and every figure above is from the ` +
+      'median run of its cell (bench/repeats.ts). Every run, in run order:',
+    '',
+    '| figure | mode | library | runs |',
+    '|---|---|---|--:|',
+    ...lines,
+  ];
 }

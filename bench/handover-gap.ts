@@ -1,0 +1,75 @@
+// What one hand-over costs, against a bare round trip, on local nodes (docs/benchmarks.md, "The scripts' common
+// paths": why W3 and W4 stay near the floor). One holder and one waiter on a key, the waiter queued 3 ms before
+// the release (the node and both sides idle meanwhile, as between W3's and W4's 1 ms holds); times from the
+// moment release() is called:
+//   same manager    the release grants this process's next caller (release.lua with a successor)
+//   other manager   the release grants another manager's queued waiter and publishes the grant; a plain subscriber
+//                   in the same process marks when the message arrives, so the rest is the waiter's own work
+//   bare round trip a GET on every node after the same 3 ms idle: what any hand-over costs at least
+//
+//   npm run build
+//   node --import tsx bench/handover-gap.ts [--nodes 5]      (ITER=N hand-overs per kind, default 400)
+import { Redis } from 'ioredis';
+import type { LockManager as Manager } from '../src/index.js';
+import { startRedisNode } from '../src/testing/index.js';
+
+const { LockManager } = (await import('../dist/esm/index.js' as string)) as typeof import('../src/index.js');
+const argv = process.argv.slice(2);
+const nodesAt = argv.indexOf('--nodes');
+const NODES = nodesAt >= 0 ? Number(argv[nodesAt + 1]) : 1;
+const ITER = Number(process.env.ITER ?? 400);
+const IDLE_MS = 3;
+
+const nodes = await Promise.all(Array.from({ length: NODES }, () => startRedisNode()));
+const connections: Redis[] = [];
+const connect = (): Redis[] => nodes.map((n) => connections[connections.push(new Redis(n.url)) - 1] as Redis);
+const holderClients = connect();
+const holder = new LockManager(holderClients, { ttl: 10_000 });
+const other = new LockManager(connect(), { ttl: 10_000 });
+const spy = connect()[0] as Redis;
+let heardAt = 0;
+spy.on('pmessage', () => (heardAt ||= performance.now()));
+await spy.psubscribe('fencelock:*');
+const idle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+const p50 = (xs: number[]): string => (xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN).toFixed(3);
+
+async function handovers(waiter: Manager, key: string): Promise<{ granted: number[]; heard: number[] }> {
+  const granted: number[] = [];
+  const heard: number[] = [];
+  for (let i = 0; i < ITER; i++) {
+    const lock = await holder.acquire(key);
+    const waiting = waiter.acquire(key, { timeout: 5_000 });
+    await idle();
+    heardAt = 0;
+    const start = performance.now();
+    const released = lock.release();
+    const next = await waiting;
+    granted.push(performance.now() - start);
+    if (heardAt > 0) heard.push(heardAt - start);
+    await released;
+    await next.release();
+  }
+  return { granted, heard };
+}
+
+try {
+  const bare: number[] = [];
+  for (let i = 0; i < ITER; i++) {
+    await idle();
+    const start = performance.now();
+    await Promise.all(holderClients.map((c) => c.get('handover-gap:bare')));
+    bare.push(performance.now() - start);
+  }
+  const same = await handovers(holder, 'handover-gap:same');
+  const across = await handovers(other, 'handover-gap:other');
+  console.log(
+    `${NODES} node(s), ${ITER} each, p50 ms after ${IDLE_MS} ms idle: bare round trip ${p50(bare)}; ` +
+      `hand-over to the same manager ${p50(same.granted)}; to another manager ${p50(across.granted)} ` +
+      `(its grant heard at ${p50(across.heard)})`,
+  );
+} finally {
+  await holder.close();
+  await other.close();
+  for (const c of connections) c.disconnect();
+  await Promise.all(nodes.map((n) => n.stop()));
+}
