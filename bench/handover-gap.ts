@@ -4,7 +4,8 @@
 // moment release() is called:
 //   same manager    the release grants this process's next caller (release.lua with a successor)
 //   other manager   the release grants another manager's queued waiter and publishes the grant; a plain subscriber
-//                   in the same process marks when the message arrives, so the rest is the waiter's own work
+//                   in the same process marks when the message arrives, and the waiting manager's events when
+//                   its waiter woke ('retry') and when it holds the lock ('acquired'): the rest is its own work
 //   bare round trip a GET on every node after the same 3 ms idle: what any hand-over costs at least
 //
 //   npm run build
@@ -28,28 +29,48 @@ const holder = new LockManager(holderClients, { ttl: 10_000 });
 const other = new LockManager(connect(), { ttl: 10_000 });
 const spy = connect()[0] as Redis;
 let heardAt = 0;
+let wokenAt = 0;
+let acquiredAt = 0;
 spy.on('pmessage', () => (heardAt ||= performance.now()));
+other.on('retry', () => (wokenAt ||= performance.now()));
+other.on('acquired', () => (acquiredAt ||= performance.now()));
 await spy.psubscribe('fencelock:*');
 const idle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, IDLE_MS));
 const p50 = (xs: number[]): string => (xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN).toFixed(3);
 
-async function handovers(waiter: Manager, key: string): Promise<{ granted: number[]; heard: number[] }> {
+interface Handovers {
+  /** release() called → the waiter's acquire resolved */
+  granted: number[];
+  /** → the grant's message arrived in the waiter's process (its first node's) */
+  heard: number[];
+  /** message → the waiter woke ('retry') → it held the lock ('acquired'): another manager's waiter only */
+  woken: number[];
+  held: number[];
+}
+
+async function handovers(waiter: Manager, key: string): Promise<Handovers> {
   const granted: number[] = [];
   const heard: number[] = [];
+  const woken: number[] = [];
+  const held: number[] = [];
   for (let i = 0; i < ITER; i++) {
     const lock = await holder.acquire(key);
     const waiting = waiter.acquire(key, { timeout: 5_000 });
     await idle();
-    heardAt = 0;
+    heardAt = wokenAt = acquiredAt = 0;
     const start = performance.now();
     const released = lock.release();
     const next = await waiting;
     granted.push(performance.now() - start);
     if (heardAt > 0) heard.push(heardAt - start);
+    if (heardAt > 0 && wokenAt > heardAt && acquiredAt > wokenAt) {
+      woken.push(wokenAt - heardAt);
+      held.push(acquiredAt - wokenAt);
+    }
     await released;
     await next.release();
   }
-  return { granted, heard };
+  return { granted, heard, woken, held };
 }
 
 try {
@@ -65,7 +86,8 @@ try {
   console.log(
     `${NODES} node(s), ${ITER} each, p50 ms after ${IDLE_MS} ms idle: bare round trip ${p50(bare)}; ` +
       `hand-over to the same manager ${p50(same.granted)}; to another manager ${p50(across.granted)} ` +
-      `(its grant heard at ${p50(across.heard)})`,
+      `(its grant heard at ${p50(across.heard)}; then the waiter woke in ${p50(across.woken)} and held the lock ` +
+      `${p50(across.held)} later)`,
   );
 } finally {
   await holder.close();

@@ -65,13 +65,25 @@ export class ReleaseNotifications {
           const channel = this.channels.get(name);
           if (!channel) continue;
           channel.listeners.delete(listener);
-          if (channel.listeners.size === 0) {
-            this.channels.delete(name);
-            for (const node of this.nodes) void node.unsubscribe(name);
-          }
+          if (channel.listeners.size === 0) this.unsubscribeSoon(name, channel);
         }
       },
     };
+  }
+
+  /**
+   * The last listener left: unsubscribe once this turn's work is done (setImmediate). A waiter stops listening
+   * in the moment it gets the lock, and its caller should not wait for an UNSUBSCRIBE written to every node
+   * first; a waiter that comes back meanwhile (the next acquire of the same resource) finds the subscription
+   * still in place. The channel stays in the map until then, so that a new watch never subscribes ahead of the
+   * old subscription's pending UNSUBSCRIBE.
+   */
+  private unsubscribeSoon(name: string, channel: Channel): void {
+    setImmediate(() => {
+      if (channel.listeners.size > 0 || this.channels.get(name) !== channel) return;
+      this.channels.delete(name);
+      for (const node of this.nodes) void node.unsubscribe(name);
+    });
   }
 
   /** True while any waiter of this manager listens (so the uncontended path can skip building channel names). */
