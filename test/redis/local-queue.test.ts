@@ -177,6 +177,24 @@ withNodeSets('local queue', [1, 3], (env) => {
     assert.equal((await lockB.release()).released, admin.length);
   });
 
+  test('a lock taken up from a grant a release handed it is extended to its own ttl once its caller has it', async () => {
+    const { admin } = env();
+    const resource = uniqueResource('top-up');
+    const slow = { ...OPTIONS, retry: { minDelay: 10_000, maxDelay: 10_000, jitter: 'none' as const } };
+    const locks = await readyManager(env(), 'ioredis', slow);
+    const other = await readyManager(env(), 'ioredis', slow);
+    const holder = await other.acquire(resource);
+    const a = locks.acquire(resource, { ttl: 30_000 });
+    await eventually(async () => (await queued(admin, resource)).every((q) => q.length === 1), 5000);
+    await holder.release();
+    const lockA = await within(a, 3000, 'a');
+    // The handed key's lease is what was left of a's place in line (the queue lease, 20.8 s with this backoff);
+    // the top-up (Lock.topUp) makes it a's own 30 s on every node.
+    await eventually(async () => (await Promise.all(admin.map((x) => x.pttl(keysOf(resource).lock)))).every((ms) => ms > 25_000), 3000);
+    assert.ok(lockA.remaining() > 25_000, `a's validity counts from the extension: ${lockA.remaining()} ms`);
+    assert.equal((await lockA.release()).released, admin.length);
+  });
+
   test('a caller granted the lock by a release whose signal aborts at once: the lock goes back', async () => {
     const { admin } = env();
     const resource = uniqueResource('in-release-abort');
