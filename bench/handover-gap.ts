@@ -13,6 +13,7 @@
 import { Redis } from 'ioredis';
 import type { LockManager as Manager } from '../src/index.js';
 import { startRedisNode } from '../src/testing/index.js';
+import { percentile } from './stats.js';
 
 const { LockManager } = (await import('../dist/esm/index.js' as string)) as typeof import('../src/index.js');
 const argv = process.argv.slice(2);
@@ -23,7 +24,12 @@ const IDLE_MS = 3;
 
 const nodes = await Promise.all(Array.from({ length: NODES }, () => startRedisNode()));
 const connections: Redis[] = [];
-const connect = (): Redis[] => nodes.map((n) => connections[connections.push(new Redis(n.url)) - 1] as Redis);
+/** One new connection per node, closed at the end. */
+const connect = (): Redis[] => {
+  const made = nodes.map((n) => new Redis(n.url));
+  connections.push(...made);
+  return made;
+};
 const holderClients = connect();
 const holder = new LockManager(holderClients, { ttl: 10_000 });
 const other = new LockManager(connect(), { ttl: 10_000 });
@@ -36,7 +42,7 @@ other.on('retry', () => (wokenAt ||= performance.now()));
 other.on('acquired', () => (acquiredAt ||= performance.now()));
 await spy.psubscribe('fencelock:*');
 const idle = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, IDLE_MS));
-const p50 = (xs: number[]): string => (xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN).toFixed(3);
+const p50 = (xs: readonly number[]): string => (percentile(xs, 50) ?? NaN).toFixed(3);
 
 interface Handovers {
   /** release() called → the waiter's acquire resolved */

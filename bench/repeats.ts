@@ -3,10 +3,11 @@
 // 2-core machine one cell swings by a fifth from one run to the next, and a neighbour's load can slow a whole
 // minute: a single run of each, minutes apart, would judge the machine as much as the library.
 import { DESIGN_LIBRARIES } from './config.js';
+import { FLOOR, SUBJECT } from './report/cells.js';
 import type { CellId, CellResult, WorkloadId } from './types.js';
 
 /** The libraries whose W1-W4 cells the targets compare (report/targets.ts): fencelock/ioredis and the floor. */
-const JUDGED = ['fencelock/ioredis', 'raw-floor'];
+const JUDGED = [SUBJECT, FLOOR];
 
 /** The figure a repeated cell is ranked by: what its target judges. */
 const HEADLINE: Partial<Record<WorkloadId, string>> = {

@@ -9,6 +9,8 @@ export interface Place {
 }
 
 export const FLOOR = 'raw-floor';
+/** the library the targets judge (targets.ts, the design table, the repeated cells of bench/repeats.ts) */
+export const SUBJECT = 'fencelock/ioredis';
 /** fencelock's rows in the ratio tables, in this order, those the run has */
 export const FENCELOCK = ['fencelock/ioredis', 'fencelock/node-redis', 'fencelock/ioredis@previous'] as const;
 /** node-redlock v5, the design table's other library */

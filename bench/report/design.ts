@@ -2,10 +2,8 @@
 // v5 and the raw floor, beside the design's own figures and with a note on how this machine differs.
 import { DESIGN_FIGURES, DESIGN_LIBRARIES } from '../config.js';
 import type { RunReport } from '../types.js';
-import { FLOOR, okCell, REDLOCK_V5 } from './cells.js';
+import { FLOOR, okCell, REDLOCK_V5, SUBJECT } from './cells.js';
 import { num } from './format.js';
-
-const SUBJECT = 'fencelock/ioredis';
 
 export function designTable(report: RunReport): string {
   const cells = report.cells.filter((c) => c.workload === 'design');

@@ -1,10 +1,8 @@
 // The targets of issue 26 judged from one run: fencelock/ioredis against the raw floor of the same run (and, on the
 // design's table, against node-redlock v5). Generated, so one `npm run bench` redraws it with the numbers.
 import type { CellResult, RunReport, WorkloadId } from '../types.js';
-import { FLOOR, okCell, placeLabel, placesOf, REDLOCK_V5, type Place } from './cells.js';
+import { FLOOR, okCell, placeLabel, placesOf, REDLOCK_V5, SUBJECT, type Place } from './cells.js';
 import { num } from './format.js';
-
-const SUBJECT = 'fencelock/ioredis';
 
 interface Target {
   label: string;

@@ -86,7 +86,10 @@ export class ReleaseNotifications {
     });
   }
 
-  /** True while any waiter of this manager listens (so the uncontended path can skip building channel names). */
+  /**
+   * True while any channel is subscribed: a waiter of this manager listens, or the last one left this turn (so the
+   * uncontended path can skip building channel names).
+   */
   get watching(): boolean {
     return this.channels.size > 0;
   }

@@ -19,16 +19,21 @@ export function queued(admin: readonly Redis[], resource: string): Promise<strin
   return Promise.all(admin.map((a) => a.call('ZRANGE', keysOf(resource).queue, '0', '-1') as Promise<string[]>));
 }
 
-/** Script calls (EVAL and EVALSHA) each node has run so far. */
-export async function scriptCalls(admin: readonly Redis[]): Promise<number[]> {
+/** How many times each node has run the commands `names` (lower case, from INFO commandstats), together. */
+export async function commandCalls(admin: readonly Redis[], names: readonly string[]): Promise<number[]> {
   return Promise.all(
     admin.map(async (x) => {
       const stats = (await x.info('commandstats')) as string;
       let calls = 0;
-      for (const m of stats.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(m[1]);
+      for (const m of stats.matchAll(/^cmdstat_(\w+):calls=(\d+)/gm)) if (names.includes(m[1] as string)) calls += Number(m[2]);
       return calls;
     }),
   );
+}
+
+/** Script calls (EVAL and EVALSHA) each node has run so far. */
+export function scriptCalls(admin: readonly Redis[]): Promise<number[]> {
+  return commandCalls(admin, ['eval', 'evalsha']);
 }
 
 let counter = 0;
@@ -89,8 +94,12 @@ export function lockPttls(admin: readonly Redis[], resource: string): Promise<nu
 }
 
 /** Subscribers on the resource's release channel, per node. */
-export async function subscribers(admin: readonly Redis[], resource: string): Promise<number[]> {
-  const channel = keysOf(resource).channel;
+export function subscribers(admin: readonly Redis[], resource: string): Promise<number[]> {
+  return channelSubscribers(admin, keysOf(resource).channel);
+}
+
+/** Subscribers on `channel`, per node. */
+export function channelSubscribers(admin: readonly Redis[], channel: string): Promise<number[]> {
   return Promise.all(
     admin.map(async (a) => {
       const reply = (await a.call('PUBSUB', 'NUMSUB', channel)) as [string, number | string];

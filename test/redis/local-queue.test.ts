@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { LockTimeoutError, type Lock, type LockManager } from '../../src/index.js';
 import { delay, eventually } from '../support/harness.js';
 import {
-  keysOf,
+  lockPttls,
   lockValues,
   queued,
   readyManager,
@@ -18,6 +18,8 @@ import {
 } from '../lock-manager/helpers.js';
 
 const OPTIONS = { ttl: 5000, nodeTimeout: 200, acquireTimeout: 10_000 };
+/** Waiters wake only when a release names them: their backoff outlasts the test. */
+const SLOW = { ...OPTIONS, retry: { minDelay: 10_000, maxDelay: 10_000, jitter: 'none' as const } };
 
 /** Starts `count` acquires of `resource` on `locks` one after another (arrival order known), each recording its turn in `order`. */
 function callers(locks: LockManager, resource: string, count: number, order: number[], from = 0): Array<Promise<void>> {
@@ -126,10 +128,9 @@ withNodeSets('local queue', [1, 3], (env) => {
   test('the release grants the next caller of its own process the lock: one script call per node for the hand-over', async () => {
     const { admin } = env();
     const resource = uniqueResource('in-release');
-    // Waiters wake only when a release names them (their backoff outlasts the test): every script call is counted.
-    const slow = { ...OPTIONS, retry: { minDelay: 10_000, maxDelay: 10_000, jitter: 'none' as const } };
-    const locks = await readyManager(env(), 'ioredis', slow);
-    const other = await readyManager(env(), 'ioredis', slow);
+    // Waiters wake only when a release names them (SLOW): every script call is counted.
+    const locks = await readyManager(env(), 'ioredis', SLOW);
+    const other = await readyManager(env(), 'ioredis', SLOW);
     const holder = await other.acquire(resource);
     // a waits at the nodes (queued behind holder), b in a's process behind a. a's manager was not subscribed
     // yet, so a's first attempt is followed by one more as soon as its subscription is in place (wait.ts: a
@@ -167,7 +168,7 @@ withNodeSets('local queue', [1, 3], (env) => {
       admin.map(() => lockB.value),
       'b holds every node',
     );
-    const pttls = await Promise.all(admin.map((x) => x.pttl(keysOf(resource).lock)));
+    const pttls = await lockPttls(admin, resource);
     assert.ok(
       pttls.every((ms) => ms > 4_000 && ms <= 5_000),
       `b's own ttl (5000): ${pttls.join(', ')} ms`,
@@ -180,9 +181,8 @@ withNodeSets('local queue', [1, 3], (env) => {
   test('a lock taken up from a grant a release handed it is extended to its own ttl once its caller has it', async () => {
     const { admin } = env();
     const resource = uniqueResource('top-up');
-    const slow = { ...OPTIONS, retry: { minDelay: 10_000, maxDelay: 10_000, jitter: 'none' as const } };
-    const locks = await readyManager(env(), 'ioredis', slow);
-    const other = await readyManager(env(), 'ioredis', slow);
+    const locks = await readyManager(env(), 'ioredis', SLOW);
+    const other = await readyManager(env(), 'ioredis', SLOW);
     const holder = await other.acquire(resource);
     const a = locks.acquire(resource, { ttl: 30_000 });
     await eventually(async () => (await queued(admin, resource)).every((q) => q.length === 1), 5000);
@@ -190,7 +190,7 @@ withNodeSets('local queue', [1, 3], (env) => {
     const lockA = await within(a, 3000, 'a');
     // The handed key's lease is what was left of a's place in line (the queue lease, 20.8 s with this backoff);
     // the top-up (Lock.topUp) makes it a's own 30 s on every node.
-    await eventually(async () => (await Promise.all(admin.map((x) => x.pttl(keysOf(resource).lock)))).every((ms) => ms > 25_000), 3000);
+    await eventually(async () => (await lockPttls(admin, resource)).every((ms) => ms > 25_000), 3000);
     assert.ok(lockA.remaining() > 25_000, `a's validity counts from the extension: ${lockA.remaining()} ms`);
     assert.equal((await lockA.release()).released, admin.length);
   });

@@ -7,21 +7,13 @@ import type { Redis } from 'ioredis';
 import { toNodes } from '../../src/redis/adapters/index.js';
 import { ReleaseNotifications } from '../../src/redis/notifications.js';
 import { eventually, makeClients, setup, type Setup } from '../support/harness.js';
+import { channelSubscribers, commandCalls } from '../lock-manager/helpers.js';
 
-/** How many SUBSCRIBE and UNSUBSCRIBE commands the nodes have run so far. */
+/** SUBSCRIBE and UNSUBSCRIBE commands all nodes have run so far. */
 async function pubsubCalls(admin: readonly Redis[]): Promise<{ subscribe: number; unsubscribe: number }> {
-  let subscribe = 0;
-  let unsubscribe = 0;
-  for (const a of admin) {
-    const stats = await a.info('commandstats');
-    subscribe += Number(/cmdstat_subscribe:calls=(\d+)/.exec(stats)?.[1] ?? 0);
-    unsubscribe += Number(/cmdstat_unsubscribe:calls=(\d+)/.exec(stats)?.[1] ?? 0);
-  }
-  return { subscribe, unsubscribe };
+  const sum = (calls: number[]): number => calls.reduce((a, b) => a + b, 0);
+  return { subscribe: sum(await commandCalls(admin, ['subscribe'])), unsubscribe: sum(await commandCalls(admin, ['unsubscribe'])) };
 }
-
-const numsub = (admin: readonly Redis[], channel: string): Promise<number[]> =>
-  Promise.all(admin.map(async (a) => Number(((await a.call('PUBSUB', 'NUMSUB', channel)) as [string, number])[1])));
 
 for (const kind of ['ioredis', 'node-redis'] as const) {
   describe(`ReleaseNotifications (${kind})`, () => {
@@ -42,7 +34,7 @@ for (const kind of ['ioredis', 'node-redis'] as const) {
       const channel = `linger-${kind}:released`;
       const first = notifications.watch([channel], () => undefined);
       await first.ready;
-      await eventually(async () => (await numsub(env.admin, channel)).every((n) => n === 1), 5_000);
+      await eventually(async () => (await channelSubscribers(env.admin, channel)).every((n) => n === 1), 5_000);
       const before = await pubsubCalls(env.admin);
 
       // Stopped and watched again in the same turn: the subscription stays, nothing is sent.
@@ -53,13 +45,13 @@ for (const kind of ['ioredis', 'node-redis'] as const) {
       await new Promise((resolve) => setImmediate(resolve));
       await env.admin[0]?.publish(channel, 'hello');
       await eventually(() => heard.length === 1, 2_000);
-      assert.deepEqual(await numsub(env.admin, channel), [1, 1, 1]);
+      assert.deepEqual(await channelSubscribers(env.admin, channel), [1, 1, 1]);
       assert.deepEqual(await pubsubCalls(env.admin), before, 'no SUBSCRIBE or UNSUBSCRIBE went out');
 
       // The last listener stops: the subscription goes once the turn is over.
       second.stop();
       assert.equal(notifications.isReady([channel]), true, 'still in place within the turn');
-      await eventually(async () => (await numsub(env.admin, channel)).every((n) => n === 0), 2_000);
+      await eventually(async () => (await channelSubscribers(env.admin, channel)).every((n) => n === 0), 2_000);
       assert.equal(notifications.isReady([channel]), false);
       assert.equal((await pubsubCalls(env.admin)).unsubscribe, before.unsubscribe + 3, 'one UNSUBSCRIBE per node');
     });
