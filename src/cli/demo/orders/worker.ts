@@ -43,6 +43,13 @@ class Worker {
   /** the order lock the current delivery waits for, and whether it had to wait behind another holder */
   private current = '';
   private heldBack = false;
+  /**
+   * The reconciliation pass under way in this process, and whether passes are held back: a process frozen in
+   * the middle of the pass's transaction would hold every other worker's statements with it (the embedded
+   * database runs one transaction at a time), so nobody could place the frozen worker's order before it wakes.
+   */
+  private reconciling: Promise<unknown> | undefined;
+  private reconcileHeld = false;
 
   constructor(private readonly c: OrdersWorkerConfig) {
     this.t = tables(c.schema);
@@ -61,7 +68,16 @@ class Worker {
         ? scheduleSingleton(
             this.locks,
             'reconcile:orders',
-            async (lock) => send({ type: 'reconciled', worker: c.id, repairs: await reconcile(this.pool, this.t, c.graceMs, lock) }),
+            async (lock) => {
+              if (this.reconcileHeld) return;
+              const pass = reconcile(this.pool, this.t, c.graceMs, lock);
+              this.reconciling = pass.catch(() => undefined);
+              try {
+                send({ type: 'reconciled', worker: c.id, repairs: await pass });
+              } finally {
+                this.reconciling = undefined;
+              }
+            },
             { every: c.reconcileEvery, immediately: false, onError: () => undefined },
           )
         : undefined;
@@ -80,10 +96,14 @@ class Worker {
         return;
       }
       if (freezeNext) {
-        // Ask to be frozen right here, holding the lock, after the check and before the write: a GC pause.
+        // Ask to be frozen right here, holding the lock, after the check and before the write: a GC pause. Not
+        // in the middle of this process's reconciliation transaction (see reconciling), nor with one starting.
         freezeNext = false;
+        this.reconcileHeld = true;
+        await this.reconciling;
         send({ type: 'freeze-me', worker: c.id, delivery: d });
         await sleep(100);
+        this.reconcileHeld = false;
       }
       await sleep(c.brokenLock ? BROKEN_WORK_MS : c.workMs);
       // No look at lock.signal on purpose: the write goes out even if the lease ran out meanwhile, as a
