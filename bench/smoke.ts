@@ -10,6 +10,7 @@
 // - W2 (concurrent callers on fresh keys: the same adapter calls as W1) for fencelock and the floor, and W4
 //   (worker processes of its own, which call the same adapters as W3) for fencelock: each W4 cell costs two
 //   more Node starts.
+// - the fair bound (a reference for W4 alone, not a lock): W4 on one node.
 // Every other library runs in one mode. A --quick run with --libraries or --modes runs what they name instead.
 import type { Mode, WorkloadId } from './types.js';
 
@@ -22,6 +23,7 @@ export const SMOKE_CELLS: Readonly<Record<string, Partial<Record<Mode, readonly 
   '@sesamecare-oss/redlock': { single: ['W1', 'W3', 'W5'] },
   'redis-semaphore': { single: ['W1', 'W3', 'W5'], redlock5: ['W1', 'W3'] },
   'redlock-universal': { redlock5: ['W1', 'W3', 'W5'], single: ['W1', 'W3'] },
+  'fair-bound': { single: ['W4'] },
 };
 
 export function inSmokeRun(workload: WorkloadId, library: string, mode: Mode): boolean {

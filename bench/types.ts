@@ -26,6 +26,8 @@ export interface LockLibrary<H = unknown> {
 export interface LibraryContext {
   /** lease of the W5 auto-extended holds (shorter than TTL, so that extensions happen) */
   w5Ttl: number;
+  /** in a W4 worker process: its index among the cell's worker processes, and how many there are */
+  w4?: { index: number; processes: number };
 }
 
 /** An adapter module: bench/libraries/<name>.ts. */

@@ -13,6 +13,8 @@ export interface LibraryEntry {
   nodeCountBranch?: true;
   /** an earlier fencelock, built from git on first use (bench/previous.ts): not part of a --quick smoke run */
   previous?: true;
+  /** a reference for W4 alone, not a lock (fair-bound.ts): planned for W4 on Redis only */
+  w4Only?: true;
   load(): Promise<LibraryModule>;
 }
 
@@ -32,6 +34,7 @@ export const LIBRARIES: readonly LibraryEntry[] = [
     nodeCountBranch: true,
     load: () => import('./redlock-universal.js'),
   },
+  { id: 'fair-bound', pkg: 'ioredis', autoExtend: false, w4Only: true, load: () => import('./fair-bound.js') },
 ];
 
 /** What a --quick smoke run measures by default: the harness with every library, without building an old release. */
@@ -46,6 +49,7 @@ export function libraryEntry(id: string): LibraryEntry {
 /** Why a cell does not apply (status n/a), or undefined when it runs. */
 export function notApplicable(lib: LibraryEntry, workload: string, mode: string): string | undefined {
   if ((mode === 'etcd3' || mode === 'zk3') && !lib.consensus) return 'Redis only';
+  if (lib.w4Only && workload !== 'W4') return 'a reference for W4 only';
   if ((workload === 'design') !== (mode === 'redlock3')) return 'the design table alone runs on 3 nodes';
   // 10,000 held locks on etcd are 10,000 leases renewed every second: a load test of etcd, not of the client.
   if (mode === 'etcd3' && workload === 'W5') return 'not measured on etcd';

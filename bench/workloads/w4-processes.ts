@@ -16,8 +16,24 @@ interface Worker {
   next(type: WorkerMessage['type'], timeoutMs: number): Promise<WorkerMessage>;
 }
 
+/** BENCH_CELL_PROF=<dir> (spawn-cell.ts): the workers write their CPU profiles there too. */
+const PROFILE_DIR = process.env.BENCH_CELL_PROF;
+
+/** Resolves once `child` exited, or after `ms`. */
+function exited(child: ChildProcess, ms: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
 function startWorker(spec: WorkloadContext['spec'], index: number): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(spec), String(index)], {
+  const prof = PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', WORKER, JSON.stringify(spec), String(index)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const inbox: WorkerMessage[] = [];
@@ -93,6 +109,8 @@ export async function run({ spec, admin, profile }: WorkloadContext): Promise<Wo
       ...(errorSample ? { errorSample } : {}),
     };
   } finally {
+    // Profiled, a worker writes its profile as it exits: it gets a few seconds to (not SIGKILLed at once).
+    if (PROFILE_DIR) await Promise.all(workers.map((w) => exited(w.child, 5_000)));
     for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
   }
 }

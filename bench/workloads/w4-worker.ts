@@ -22,7 +22,7 @@ async function main(): Promise<void> {
   const index = Number(process.argv[3]);
   const profile = PROFILES[spec.profile];
   const { callersPerProcess, holdMs } = profile.w4;
-  const lib = await createLibrary(spec.library, { w5Ttl: profile.w5.ttl });
+  const lib = await createLibrary(spec.library, { w5Ttl: profile.w5.ttl, w4: { index, processes: profile.w4.processes } });
   await lib.setup(spec.urls, spec.mode);
   await warmup(lib, profile.warmupPairs, `w4:${index}`);
   const start = new Promise<StartMessage>((resolve) => process.once('message', (m) => resolve(m as StartMessage)));
