@@ -319,9 +319,40 @@ export class Redlock implements NodeSet {
     if (!dated || dated.start + validFor / 2 - driftOf(validFor, this.options.driftFactor) <= monotonicNow()) return undefined;
     for (const [i, reply] of parsed.entries()) if (reply) this.noted(i, reply);
     const round = { resources, keys: this.keys(resources), token, ttl: validFor, ...dated };
+    const clear = this.clearHanded(round, queue);
+    if (clear) return Promise.resolve({ kind: 'acquired', grant: { ...clear, ttl }, provisional: true });
     return Promise.resolve(this.decide(round, queue)).then((attempt) =>
       attempt.kind === 'acquired' ? { kind: 'acquired', grant: { ...attempt.grant, ttl }, provisional: true } : attempt,
     );
+  }
+
+  /**
+   * takeHanded's common case on several nodes, as clearGrant is an acquire round's: the grants heard make a
+   * quorum, all with one fence, every node trusted (roundOf checked the rest's last replies) and none in
+   * restart quarantine. judgeRound would decide the same. The nodes whose message has not arrived yet answered
+   * our last attempt "held": their release went out with the others, and each will hand its key to us there
+   * (the top-up extends it). Only a node whose release did not run keeps our place: we leave it in the
+   * background, after this turn, off the caller's way (judgeRound does it at once).
+   */
+  private clearHanded({ resources, keys, token, ttl, start, replies }: RoundReplies, queue: QueueOptions): Grant | undefined {
+    let fence: bigint | undefined;
+    const pending: number[] = [];
+    for (const [i, r] of replies.entries()) {
+      if (r.kind === 'held') pending.push(i);
+      else if (r.kind !== 'granted' || !r.trusted || (fence !== undefined && r.fence !== fence)) return undefined;
+      else fence = r.fence;
+    }
+    const now = monotonicNow();
+    // roundOf dated a quorum of grants; counted again here, so that this shortcut stands on its own.
+    if (fence === undefined || replies.length - pending.length < this.quorum || this.options.waitForReplicas) return undefined;
+    if (!this.health.allClear(replies as ReadonlyArray<NodeReport & { readonly epoch: string }>, this.scopesOf(keys), now))
+      return undefined;
+    const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
+    if (validUntil <= now) return undefined;
+    if (pending.length > 0 && queue.ticket !== '')
+      this.background(new Promise((resolve) => setImmediate(resolve)).then(() => dequeue(this, resources, token, false, pending)));
+    const epochs = replies.map((r) => (r.kind === 'granted' ? r.epoch : ''));
+    return { resources, token, fence, ttl, validUntil, epochs };
   }
 
   /**

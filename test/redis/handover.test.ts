@@ -260,6 +260,30 @@ describe('Redlock: a hand-over split across waiters', () => {
   });
   after(async () => env.close());
 
+  test('a waiter handed a quorum takes it up at once; where the release handed it nothing, it leaves its place', async () => {
+    const resource = uniqueResource('quorum-handed');
+    const k = keysOf(resource);
+    const locks = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
+    const other = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
+    const holder = await locks.acquire(resource);
+    const waiting = other.acquire(resource, { timeout: 10_000 });
+    await eventually(async () => (await queued(env.admin, resource)).every((q) => q.length === 1), 10_000);
+    const [waiter] = (await queued(env.admin, resource))[0] as string[];
+    // On nodes 3 and 4 the holder's key is gone and another owner's is there (its lease ran out there, say):
+    // the release hands the waiter nodes 0-2 only, and nodes 3 and 4 keep its place until it leaves.
+    for (const admin of env.admin.slice(3)) await admin.set(k.lock, 'intruder', 'PX', 60_000);
+    await holder.release();
+    const lock = await within(waiting, 5000, 'the waiter, handed three of five nodes');
+    assert.equal(lock.value, waiter);
+    assert.ok(lock.fence > holder.fence, `fence ${lock.fence} after ${holder.fence}`);
+    assert.deepEqual(await lockValues(env.admin, resource), [waiter, waiter, waiter, 'intruder', 'intruder']);
+    // It left the queues of nodes 3 and 4 (after its turn, in the background), and touched nobody's key there.
+    await eventually(async () => (await queued(env.admin, resource)).every((q) => q.length === 0), 5000);
+    for (const admin of env.admin) assert.equal(await admin.zscore(k.leases, waiter as string), null);
+    assert.equal((await lock.release()).released, 3);
+    assert.deepEqual(await lockValues(env.admin, resource), [null, null, null, 'intruder', 'intruder']);
+  });
+
   test('a waiter handed less than a quorum gives its grants back at once, and gets the lock once the split resolves', async () => {
     const resource = uniqueResource('split');
     const k = keysOf(resource);
