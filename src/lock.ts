@@ -264,12 +264,21 @@ export class Lock implements AsyncDisposable, Timed {
     if (this.#state === 'held') this.#timer = this.#host.scheduler.schedule(at, this);
   }
 
-  /** true: extended; false: inconclusive (only node errors), try again. Throws LockLostError when lost. */
+  /**
+   * true: extended; false: inconclusive (only node errors), try again. Throws LockLostError when lost. Not strict
+   * (auto-extension, the top-up), a lock released before or during the round just ends it (false): nobody waits
+   * for that error, and a short hold (W4) would pay for one, stack and all, in every hand-over.
+   */
   async #extend(ttl: number, strict: boolean): Promise<boolean> {
-    if (this.#state === 'released') throw new LockLostError(this.resources, 'it was released');
+    if (this.#state === 'released') {
+      if (!strict) return false;
+      throw new LockLostError(this.resources, 'it was released');
+    }
     if (this.#state === 'lost') throw this.#lostError as LockLostError;
     if (this.remaining() <= 0) throw this.#lose('its validity ran out before the extension');
     const outcome = await this.#ops().extend(this.#grant, ttl);
+    // (The round may have changed the state meanwhile: read again, not as narrowed above.)
+    if ((this.#state as State) === 'released' && !strict) return false;
     if (this.#state !== 'held') throw this.#lostError ?? new LockLostError(this.resources, 'it was released during the extension');
     if ('grant' in outcome) {
       this.#grant = outcome.grant;
