@@ -260,15 +260,20 @@ describe('Redlock: a hand-over split across waiters', () => {
   });
   after(async () => env.close());
 
-  test('a waiter handed a quorum takes it up at once; where the release handed it nothing, it leaves its place', async () => {
-    const resource = uniqueResource('quorum-handed');
-    const k = keysOf(resource);
+  /** `resource` held by one manager, and another manager's waiter queued on every node behind it. */
+  async function heldWithWaiter(resource: string) {
     const locks = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
     const other = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
     const holder = await locks.acquire(resource);
     const waiting = other.acquire(resource, { timeout: 10_000 });
     await eventually(async () => (await queued(env.admin, resource)).every((q) => q.length === 1), 10_000);
-    const [waiter] = (await queued(env.admin, resource))[0] as string[];
+    const waiter = (await queued(env.admin, resource))[0]?.[0] as string;
+    return { k: keysOf(resource), holder, waiting, waiter };
+  }
+
+  test('a waiter handed a quorum takes it up at once; where the release handed it nothing, it leaves its place', async () => {
+    const resource = uniqueResource('quorum-handed');
+    const { k, holder, waiting, waiter } = await heldWithWaiter(resource);
     // On nodes 3 and 4 the holder's key is gone and another owner's is there (its lease ran out there, say):
     // the release hands the waiter nodes 0-2 only, and nodes 3 and 4 keep its place until it leaves.
     for (const admin of env.admin.slice(3)) await admin.set(k.lock, 'intruder', 'PX', 60_000);
@@ -279,20 +284,14 @@ describe('Redlock: a hand-over split across waiters', () => {
     assert.deepEqual(await lockValues(env.admin, resource), [waiter, waiter, waiter, 'intruder', 'intruder']);
     // It left the queues of nodes 3 and 4 (after its turn, in the background), and touched nobody's key there.
     await eventually(async () => (await queued(env.admin, resource)).every((q) => q.length === 0), 5000);
-    for (const admin of env.admin) assert.equal(await admin.zscore(k.leases, waiter as string), null);
+    for (const admin of env.admin) assert.equal(await admin.zscore(k.leases, waiter), null);
     assert.equal((await lock.release()).released, 3);
     assert.deepEqual(await lockValues(env.admin, resource), [null, null, null, 'intruder', 'intruder']);
   });
 
   test('a waiter handed less than a quorum gives its grants back at once, and gets the lock once the split resolves', async () => {
     const resource = uniqueResource('split');
-    const k = keysOf(resource);
-    const locks = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
-    const other = await readyManager(env, 'ioredis', { ttl: 5000, nodeTimeout: 200 });
-    const holder = await locks.acquire(resource);
-    const waiting = other.acquire(resource, { timeout: 10_000 });
-    await eventually(async () => (await queued(env.admin, resource)).every((q) => q.length === 1), 10_000);
-    const [waiter] = (await queued(env.admin, resource))[0] as string[];
+    const { k, holder, waiting, waiter } = await heldWithWaiter(resource);
     // A ghost (a process that died) queued earlier on three nodes only, its place live for 3 s more: the
     // release hands those three nodes to it and the other two to the waiter. Nobody has a quorum. The
     // waiter's timer (at most retry.maxDelay, 1 s) brings an attempt well within the split.
