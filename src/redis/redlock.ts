@@ -282,21 +282,42 @@ export class Redlock implements NodeSet {
    * validity left. Nothing to judge, write back or clean up. Anything else (undefined) takes the full
    * path below, which decides the same way in this case.
    */
-  private clearGrant({ resources, keys, token, ttl, start, replies }: RoundReplies): Attempt | undefined {
-    const first = replies[0];
-    if (first?.kind !== 'granted' || this.options.waitForReplicas) return undefined;
-    for (const r of replies) {
-      if (r.kind !== 'granted' || !r.trusted) return undefined;
-      if (r.fence !== first.fence) return void (this.countersDiffer = true);
+  private clearGrant(round: RoundReplies): Attempt | undefined {
+    const grant = this.agreedGrant(round);
+    if (grant === 'fences differ') return void (this.countersDiffer = true);
+    if (!grant) return undefined;
+    this.countersDiffer = false;
+    return { kind: 'acquired', grant };
+  }
+
+  /**
+   * clearGrant's and clearHanded's test, in one place: every reply a grant of a trusted node, all with one
+   * fence, none of the nodes in restart quarantine (node-health.ts), validity left. Given `pending`, replies
+   * "held" are allowed too (a handed round's nodes not heard yet: see clearHanded), their indexes pushed there,
+   * as long as the grants still make a quorum. 'fences differ': the grants disagree on the fence.
+   */
+  private agreedGrant(
+    { resources, keys, token, ttl, start, replies }: RoundReplies,
+    pending?: number[],
+  ): Grant | 'fences differ' | undefined {
+    if (this.options.waitForReplicas) return undefined;
+    let fence: bigint | undefined;
+    // An index loop: the uncontended acquire passes here, and entries() would allocate a pair per node.
+    for (let i = 0; i < replies.length; i++) {
+      const r = replies[i] as AcquireReply;
+      if (r.kind === 'held' && pending) pending.push(i);
+      else if (r.kind !== 'granted' || !r.trusted) return undefined;
+      else if (fence === undefined) fence = r.fence;
+      else if (r.fence !== fence) return 'fences differ';
     }
+    if (fence === undefined || replies.length - (pending?.length ?? 0) < this.quorum) return undefined;
     const now = monotonicNow();
     if (!this.health.allClear(replies as ReadonlyArray<NodeReport & { readonly epoch: string }>, this.scopesOf(keys), now))
       return undefined;
     const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
     if (validUntil <= now) return undefined;
-    const epochs = replies.map((r) => (r as { epoch: string }).epoch);
-    this.countersDiffer = false;
-    return { kind: 'acquired', grant: { resources, token, fence: first.fence, ttl, validUntil, epochs } };
+    const epochs = replies.map((r) => (r.kind === 'granted' ? r.epoch : ''));
+    return { resources, token, fence, ttl, validUntil, epochs };
   }
 
   /**
@@ -334,25 +355,15 @@ export class Redlock implements NodeSet {
    * (the top-up extends it). Only a node whose release did not run keeps our place: we leave it in the
    * background, after this turn, off the caller's way (judgeRound does it at once).
    */
-  private clearHanded({ resources, keys, token, ttl, start, replies }: RoundReplies, queue: QueueOptions): Grant | undefined {
-    let fence: bigint | undefined;
+  private clearHanded(round: RoundReplies, queue: QueueOptions): Grant | undefined {
     const pending: number[] = [];
-    for (const [i, r] of replies.entries()) {
-      if (r.kind === 'held') pending.push(i);
-      else if (r.kind !== 'granted' || !r.trusted || (fence !== undefined && r.fence !== fence)) return undefined;
-      else fence = r.fence;
-    }
-    const now = monotonicNow();
-    // roundOf dated a quorum of grants; counted again here, so that this shortcut stands on its own.
-    if (fence === undefined || replies.length - pending.length < this.quorum || this.options.waitForReplicas) return undefined;
-    if (!this.health.allClear(replies as ReadonlyArray<NodeReport & { readonly epoch: string }>, this.scopesOf(keys), now))
-      return undefined;
-    const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
-    if (validUntil <= now) return undefined;
+    const grant = this.agreedGrant(round, pending);
+    if (!grant || grant === 'fences differ') return undefined;
     if (pending.length > 0 && queue.ticket !== '')
-      this.background(new Promise((resolve) => setImmediate(resolve)).then(() => dequeue(this, resources, token, false, pending)));
-    const epochs = replies.map((r) => (r.kind === 'granted' ? r.epoch : ''));
-    return { resources, token, fence, ttl, validUntil, epochs };
+      this.background(
+        new Promise((resolve) => setImmediate(resolve)).then(() => dequeue(this, round.resources, round.token, false, pending)),
+      );
+    return grant;
   }
 
   /**
