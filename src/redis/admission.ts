@@ -127,6 +127,7 @@ export class Admission {
         ticket: arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : ''),
         token: arrival?.token,
         handed: arrival?.handed,
+        marks: arrival?.marks,
         firstAttemptDone: done,
       });
     } catch (error) {

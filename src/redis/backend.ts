@@ -19,6 +19,7 @@ import { rwKeys, rwRequest } from './rwlock.js';
 import { permitRequest, semaphoreKeys } from './semaphore.js';
 import { keepSubscribed, LocalQueues } from './local-queue.js';
 import { acquireWaiting } from './wait.js';
+import { dequeue } from './lease.js';
 
 /**
  * Connection errors repeat on every reconnect attempt while a node is down:
@@ -89,11 +90,17 @@ export class RedisBackend implements Backend {
     this.#lines = new LocalQueues(
       admission.acquire,
       (resources) => keepSubscribed(redlock, notifications, resources),
-      (handed) => redlock.background(handed.then((attempt) => (attempt?.kind === 'acquired' ? redlock.release(attempt.grant) : undefined))),
+      (resources, token, handed) =>
+        redlock.background(
+          handed.then((attempt): Promise<unknown> | undefined => {
+            if (attempt?.kind === 'acquired') return redlock.release(attempt.grant);
+            return attempt?.kind === 'busy' ? dequeue(redlock, resources, token, true) : undefined;
+          }),
+        ),
     );
     const lines = this.#lines;
     // A release grants the lock to this process's next caller when it is parked behind the holder (release.lua).
-    redlock.successorFor = (resource) => lines.successor(resource, () => redlock.waiterToken());
+    redlock.successorFor = (resource) => lines.successor(resource, () => redlock.waiterToken(), redlock.options.nodeTimeout);
   }
 
   get nodeCount(): number {

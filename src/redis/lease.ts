@@ -8,6 +8,7 @@ import type { RedisNode } from './adapters/index.js';
 import type { NodeExtendReply } from './extend-batch.js';
 import { lockKey } from './keys.js';
 import type { Attempt, Grant, NodeSet } from './types.js';
+import type { BusyMarks } from './handed-grant.js';
 import { arrayReply } from './replies.js';
 import { scripts } from './scripts/index.js';
 
@@ -109,8 +110,8 @@ export async function raiseFence(redlock: NodeSet, grant: Grant, fence: bigint):
 
 /**
  * A caller of the releasing process next in line for a one-resource lock, not yet in the nodes' queue
- * (local-queue.ts): release.lua grants it the lock when it arrived before every waiter queued on the node
- * (redlock.ts releaseTo).
+ * (local-queue.ts): release.lua grants it the lock when it arrived before every waiter queued on the node,
+ * and otherwise takes its place in that queue for it (redlock.ts releaseTo).
  */
 export interface Successor {
   readonly token: string;
@@ -118,7 +119,14 @@ export interface Successor {
   readonly ticket: string;
   /** the ttl it asked for */
   readonly ttl: number;
-  /** takes what the release granted it: the acquired attempt, or undefined when it must make its own round */
+  /** its queue lease (wait.ts queueLease): how long the place the release takes for it lasts */
+  readonly lease: number;
+  /** where the release's "queued" replies are noted: they date the grants it is handed later (handed-grant.ts) */
+  readonly marks: BusyMarks;
+  /**
+   * takes what the release did for it: the lock acquired, or queued behind another process's waiter (busy,
+   * its place taken), or undefined when it must make its own round
+   */
   handed(attempt: Promise<Attempt | undefined>): void;
 }
 

@@ -11,7 +11,8 @@ import type { ResolvedAcquire } from '../options.js';
 import type { ReleaseNotifications } from './notifications.js';
 import type { Redlock } from './redlock.js';
 import { onAbort } from './abort-listeners.js';
-import { ticketNow, type Arrival } from './wait.js';
+import { queueLease, ticketNow, type Arrival } from './wait.js';
+import { BusyMarks } from './handed-grant.js';
 import type { Successor } from './lease.js';
 import type { Attempt } from './types.js';
 
@@ -60,8 +61,11 @@ export class LocalQueues {
   constructor(
     private readonly nodeAcquire: NodeAcquire,
     private readonly keepSubscribed: KeepSubscribed,
-    /** releases what a release granted a caller that left its line before taking it (see successor) */
-    private readonly giveBack: (handed: Promise<Attempt | undefined>) => void,
+    /**
+     * gives back what a release did for a caller that left its line before taking it up (see successor): the
+     * lock it granted, or the place in the nodes' queue it took under `token`
+     */
+    private readonly giveBack: (resources: readonly string[], token: string, handed: Promise<Attempt | undefined>) => void,
   ) {}
 
   /**
@@ -129,12 +133,12 @@ export class LocalQueues {
 
   /**
    * The caller next in line for `resource`, parked behind a holder of this process (see #atNodes), as the
-   * release of that holder grants it the lock (release.lua, redlock.ts releaseTo): its owner token, chosen
-   * now, its arrival and ttl, and where the release's outcome goes (its arrival: the caller takes it as its
-   * first attempt). Undefined when none is parked (nobody waits here, or the next one has already gone to
+   * release of that holder grants it the lock or takes its place in line (release.lua, redlock.ts releaseTo):
+   * its owner token, chosen now, its arrival, ttl and queue lease, and where the release's outcome goes (its
+   * arrival: the caller takes it as its first attempt). Undefined when none is parked (nobody waits here, or the next one has already gone to
    * the nodes' queue).
    */
-  successor(resource: string, newToken: () => string): Successor | undefined {
+  successor(resource: string, newToken: () => string, nodeTimeout: number): Successor | undefined {
     const line = this.#single.get(resource);
     const next = line?.parked ? line.first : undefined;
     if (!next?.opts.fair || next.arrival.handed) return undefined;
@@ -144,6 +148,8 @@ export class LocalQueues {
       token: arrival.token,
       ticket: arrival.ticket,
       ttl: next.opts.ttl,
+      lease: queueLease(next.opts, nodeTimeout),
+      marks: (arrival.marks ??= new BusyMarks()),
       handed: (attempt) => {
         arrival.handed = attempt;
       },
@@ -189,7 +195,8 @@ export class LocalQueues {
   /** A caller leaves its line before its turn (timeout, abort): a lock a release granted it meanwhile is given back. */
   #leave(line: Line, waiter: Waiter): void {
     leave(line, waiter);
-    if (waiter.arrival.handed) this.giveBack(waiter.arrival.handed);
+    const { handed, token } = waiter.arrival;
+    if (handed && token) this.giveBack(waiter.resources, token, handed);
   }
 
   #next(map: Map<string, Line>, key: string, line: Line): void {

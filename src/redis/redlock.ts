@@ -543,12 +543,14 @@ export class Redlock implements NodeSet {
   }
 
   /**
-   * The release that grants this process's next caller the lock, where it arrived before every waiter queued
-   * on a node (release.lua): a hand-over inside the process costs no round of its own. Its lease is dated
-   * from this release's send time, which came before every grant it wrote; the replies are judged as an
-   * acquire round's (decide). Anything short of a grant from every node (another process's waiter went
-   * first somewhere, our key was gone, a node error) leaves the caller to its own round, which takes a key
-   * holding its token as its own (acquire.lua).
+   * The release that grants this process's next caller the lock where it arrived before every waiter queued
+   * on a node, and elsewhere takes its place in that node's queue (release.lua): a hand-over inside the process
+   * costs no round of its own, and neither does the caller's place in line behind another process's waiter.
+   * The replies are judged as an acquire round's (decide), sent at this release's send time: it came before
+   * every grant the release wrote (the lease's date), and before every grant handed later to a place it took
+   * (its "queued" replies are noted for handed-grant.ts). Anything else (our key was gone, a node error, a
+   * round that failed) leaves the caller to its own round, which takes a key holding its token as its own
+   * (acquire.lua) and keeps a place already taken.
    */
   private releaseTo(grant: Grant, successor: Successor): Promise<{ released: number; nodes: number }> {
     const { resources, token } = grant;
@@ -556,7 +558,8 @@ export class Redlock implements NodeSet {
     this.health.used(successor.ttl);
     const start = monotonicNow();
     const hint = this.countersDiffer && this.fenceHint > grant.fence ? this.fenceHint : grant.fence;
-    const args = [token, hint.toString(), successor.token, successor.ticket, String(successor.ttl), this.health.wantAge(start) ? '1' : '0'];
+    const wantAge = this.health.wantAge(start) ? '1' : '0';
+    const args = [token, hint.toString(), successor.token, successor.ticket, String(successor.ttl), wantAge, String(successor.lease)];
     const replies = Promise.all(
       this.nodes.map((node, i) =>
         node.run(scripts.release, [(keys[0] as ResourceKeys).lock, this.markerFor(i, keys)], args, this.options.nodeTimeout).then(
@@ -567,14 +570,19 @@ export class Redlock implements NodeSet {
     );
     successor.handed(
       replies.then((outcomes) => {
-        const granted: AcquireReply[] = [];
+        const answers: AcquireReply[] = [];
         for (const [i, outcome] of outcomes.entries()) {
           // A node error is the release's to report (below), once; the caller's own round meets it again.
           if (typeof outcome !== 'string') return undefined;
-          granted.push(this.noted(i, this.parsed(i, outcome)));
+          const reply = this.noted(i, this.parsed(i, outcome));
+          if (reply.kind === 'held') successor.marks.note(i, start, reply);
+          answers.push(reply);
         }
-        const round = { resources, keys, token: successor.token, ttl: successor.ttl, start, replies: granted };
-        return Promise.resolve(this.decide(round, NO_QUEUE)).then((attempt) => (attempt.kind === 'acquired' ? attempt : undefined));
+        const round = { resources, keys, token: successor.token, ttl: successor.ttl, start, replies: answers };
+        const queued = { fair: true, ticket: successor.ticket, lease: successor.lease };
+        return Promise.resolve(this.decide(round, queued)).then((attempt) =>
+          attempt.kind === 'acquired' || attempt.kind === 'busy' ? attempt : undefined,
+        );
       }),
     );
     return replies.then((outcomes) => {

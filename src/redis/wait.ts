@@ -39,8 +39,10 @@ export interface Arrival {
    * granted it the lock under this token (local-queue.ts successor, release.lua).
    */
   token?: string;
-  /** that release's outcome for it: the lock acquired, or undefined (it makes its own round) */
+  /** that release's outcome for it: the lock acquired, its place in line taken (busy), or undefined (it makes its own round) */
   handed?: Promise<Attempt | undefined>;
+  /** where that release noted the places it took (handed-grant.ts): the waiter's own marks from then on */
+  marks?: BusyMarks;
   /**
    * called once the first attempt has settled: the caller's admission slot (admission.ts) goes to the next; called
    * again when the call ends (also when it failed before its first attempt settled), so it must be idempotent
@@ -134,7 +136,7 @@ class MutexWait {
       lease: queueLease(opts, redlock.options.nodeTimeout),
       watch: !opts.fair && this.#waits,
       // A fair one-resource waiter dates the grants releases hand it from its queued attempts (handed-grant.ts).
-      marks: opts.fair && this.#waits && resources.length === 1 ? new BusyMarks() : undefined,
+      marks: opts.fair && this.#waits && resources.length === 1 ? (arrival?.marks ?? new BusyMarks()) : undefined,
     };
     this.#handoff = opts.fair && resources.length === 1 ? (resources[0] as string) : undefined;
     this.#firstAttemptDone = arrival?.firstAttemptDone;

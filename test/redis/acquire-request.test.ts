@@ -3,16 +3,13 @@
 // (wait.ts); a node with no marker takes the token's last 16 characters as its epoch. Real redis-server nodes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Redis } from 'ioredis';
 import type { Lock } from '../../src/index.js';
 import { acquireArgs } from '../../src/redis/redlock.js';
-import { scripts } from '../../src/redis/scripts/index.js';
-import { acquireLua } from '../../src/redis/scripts/lua.generated.js';
+import { acquireCalls } from './fixtures/acquire-calls.js';
 import { eventually } from '../support/harness.js';
 import { keysOf, queued, readyManager, uniqueResource, within, withNodeSets } from '../lock-manager/helpers.js';
 
 const OPTIONS = { ttl: 5000, nodeTimeout: 200, acquireTimeout: 10_000 };
-const ACQUIRE_SHA = scripts.acquire.sha;
 
 test('acquireArgs leaves out the trailing arguments that would say their default', () => {
   const bare = { fair: true, ticket: '', lease: 2800 };
@@ -38,37 +35,6 @@ test('acquireArgs leaves out the trailing arguments that would say their default
   ];
   for (const [what, args, expected] of cases) assert.deepEqual(acquireArgs(...args), expected, what);
 });
-
-/** The acquire script calls (EVAL/EVALSHA of acquire.lua) each node saw while `work` ran: the arguments after the keys. */
-async function acquireCalls(urls: readonly string[], work: () => Promise<void>): Promise<string[][][]> {
-  const monitors = await Promise.all(urls.map((url) => new Redis(url).monitor()));
-  const seen: string[][][] = urls.map(() => []);
-  monitors.forEach((m, i) =>
-    m.on('monitor', (_time: string, args: string[]) => {
-      const [command, script, keyCount, ...rest] = args;
-      const keys = Number(keyCount);
-      // acquire.lua (by its body or its sha: release.lua takes the same keys); its first argument is an owner token.
-      if (
-        /^eval(sha)?$/i.test(command ?? '') &&
-        (String(script).startsWith(acquireLua.slice(0, 30)) || String(script).toLowerCase() === ACQUIRE_SHA) &&
-        keys >= 2 &&
-        String(rest[0]).endsWith(':lock') &&
-        String(rest[keys - 1]).includes('{node}')
-      )
-        seen[i]?.push(rest.slice(keys));
-    }),
-  );
-  try {
-    await work();
-    // MONITOR lines of one node arrive in order: a marker command seen means every earlier call was seen.
-    const marks = await Promise.all(urls.map((url) => new Redis(url)));
-    for (const mark of marks) await mark.echo('mark');
-    for (const mark of marks) mark.disconnect();
-  } finally {
-    for (const m of monitors) m.disconnect();
-  }
-  return seen;
-}
 
 withNodeSets('the acquire request', [1, 3], (env, nodeCount) => {
   test('an uncontended acquire sends token and ttl alone, and a node with no marker takes its epoch from the token', async () => {

@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockTimeoutError, type Lock, type LockManager } from '../../src/index.js';
+import { acquireCalls } from './fixtures/acquire-calls.js';
 import { delay, eventually } from '../support/harness.js';
 import {
   lockPttls,
@@ -176,6 +177,43 @@ withNodeSets('local queue', [1, 3], (env) => {
     await lockB.extend(5_000); // throws if a quorum did not extend it
     assert.ok(lockB.isValid(), 'b extended its lock');
     assert.equal((await lockB.release()).released, admin.length);
+  });
+
+  test('a release whose next caller comes after another process’s waiter takes its place in line: no round of its own', async () => {
+    const { admin, nodes } = env();
+    const resource = uniqueResource('queued-by-release');
+    const [locks, other, third] = await Promise.all([1, 2, 3].map(() => readyManager(env(), 'ioredis', SLOW)));
+    const holder = await (third as LockManager).acquire(resource);
+    // In line at the nodes: a (this process), then q (another); s waits in a's process, behind a.
+    const a = (locks as LockManager).acquire(resource, { ttl: 30_000 });
+    await eventually(async () => (await queued(admin, resource)).every((line) => line.length === 1), 5000);
+    const q = (other as LockManager).acquire(resource, { ttl: 30_000 });
+    await eventually(async () => (await queued(admin, resource)).every((line) => line.length === 2), 5000);
+    const s = (locks as LockManager).acquire(resource, { ttl: 30_000 });
+    let lockQ: Lock | undefined;
+    let lockS: Lock | undefined;
+    const calls = await acquireCalls(nodes.urls, async () => {
+      await holder.release();
+      // a holds the lock, and s is parked behind it (local-queue.ts) until a's release. That release hands the
+      // lock to q, which arrived before s, and puts s in line behind it under s's own ticket.
+      await (await within(a, 3000, 'a')).release();
+      lockQ = await within(q, 3000, 'q');
+      await eventually(async () => (await queued(admin, resource)).every((line) => line.length === 1), 3000);
+      await lockQ.release();
+      lockS = await within(s, 3000, 's');
+    });
+    assert.ok(lockQ && lockS);
+    assert.deepEqual(
+      calls.map((seen) => seen.filter(([token]) => token === lockS?.value).length),
+      admin.map(() => 0),
+      'the acquire script never ran for s: a’s release queued it, and it took up the grant q’s release handed it',
+    );
+    // Dated from the release that queued it: a round of its own would have issued a fence above q's release's one.
+    assert.equal(lockS.fence, lockQ.fence + 1n, `s's fence is the one q's release issued: ${lockS.fence}`);
+    await eventually(async () => (await lockValues(admin, resource)).every((value) => value === lockS?.value), 3000);
+    // A node whose release came after s woke on a quorum hands s its key there a moment later.
+    await eventually(async () => (await queued(admin, resource)).every((line) => line.length === 0), 3000);
+    assert.equal((await lockS.release()).released, admin.length);
   });
 
   test('a lock taken up from a grant a release handed it is extended to its own ttl once its caller has it', async () => {

@@ -14,6 +14,12 @@
 --            marker's age. It gets the lock when it arrived before every live waiter in the queue, and the
 --            release grants it there and then, as acquire.lua's cheap path would: its ttl, a new fence. Its
 --            caller dates the lease from the moment it sent this release, which came before the grant (redlock.ts).
+-- ARGV[7] (optional, with ARGV[3..6]) the successor's queue lease ms: when a live waiter arrived before it, the
+--         release takes the successor's place in the queue for it (its ticket, as acquire.lua's busy path would),
+--         and replies as acquire.lua does to a queued attempt: '0 held epoch age trusted longest 1 counter', the
+--         counter read after the hand-over, so that a grant the successor is handed later has a fence above it
+--         (handed-grant.ts). Its caller then waits for its turn without a round of its own. Without ARGV[7]
+--         (an older fencelock), the successor makes that round itself.
 -- Nobody waiting (no queue, no <base>:watch, no successor) is the common case, and there the release is a
 -- compare-and-delete plus one EXISTS: no queue to read, nothing to publish. A key deleted while waiters that do
 -- not queue (fair: false) watch it (acquire.lua sets <base>:watch for them) is announced with '*' on the
@@ -31,6 +37,22 @@ if not ARGV[3] and (ARGV[2] or #KEYS == 1) then
 end
 
 -- #include _handover.lua
+-- The releasing process's next caller `successor` (see hand_over), when a waiter queued at `key` arrived before
+-- it: its place in the queue (its `ticket`, a lease of `lease_ms`), taken by the release as acquire.lua's busy
+-- path would have taken it, and acquire.lua's reply to a queued attempt, with the node's counter as it is
+-- after the hand-over. `ttl_ms` is recorded as any request's ttl is (restart quarantine).
+local function queue_successor(key, marker, successor, ticket, ttl_ms, want_age, lease_ms)
+  local base = string.sub(key, 1, -6)
+  local q, l = base .. ':queue', base .. ':leases'
+  redis.call('ZADD', q, 'NX', ticket, successor)
+  redis.call('ZADD', l, clock() + tonumber(lease_ms), successor)
+  redis.call('PEXPIRE', q, lease_ms)
+  redis.call('PEXPIRE', l, lease_ms)
+  local epoch, age, trusted, longest = node_state(marker, ttl_ms, string.sub(successor, -16), want_age)
+  local counter = redis.call('HGET', marker, 'fence') or '0'
+  return '0 ' .. redis.call('PTTL', key) .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest .. ' 1 ' .. counter
+end
+
 local hint, successor = ARGV[2], ARGV[3]
 local marker = hint and KEYS[2]
 local n = hint and 1 or #KEYS
@@ -43,6 +65,9 @@ for i = 1, n do
     if handed == 'successor' then
       fold_legacy(marker, base .. ':fence')
       return grant_reply(marker, ARGV[5], string.sub(successor, -16), ARGV[6] == '1', hint)
+    end
+    if handed == 'head' and successor and ARGV[7] then
+      return queue_successor(KEYS[i], marker, successor, ARGV[4], ARGV[5], ARGV[6] == '1', ARGV[7])
     end
     if not handed then
       redis.call('DEL', KEYS[i])
