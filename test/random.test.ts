@@ -21,7 +21,7 @@ test('slices never overlap, also across refills of the 4 KiB pool', () => {
 
 const NO_EVENTS = { nodeError: () => undefined, nodeQuarantined: () => undefined, nodeRepaired: () => undefined };
 
-test('owner tokens: 144 random bits, unique; waiter tokens start with their manager id', () => {
+test('owner tokens: 144 random bits, unique; waiter tokens start with their manager id and a dot', () => {
   const tokens = new Set(Array.from({ length: 1_000 }, () => Redlock.newToken()));
   assert.equal(tokens.size, 1_000, 'no repeated token');
   for (const t of tokens) assert.match(t, /^[A-Za-z0-9_-]{24}$/, '18 bytes in base64url');
@@ -30,6 +30,8 @@ test('owner tokens: 144 random bits, unique; waiter tokens start with their mana
   const waiter = redlock.waiterToken();
   assert.match(redlock.managerId, /^[A-Za-z0-9_-]{8}$/);
   assert.equal(waiter.slice(0, 8), redlock.managerId);
+  // Then a '.' (a release sends such a waiter its grant alone, _handover.lua), then the random part.
+  assert.match(waiter.slice(8), /^\.[A-Za-z0-9_-]{24}$/);
   assert.equal(redlock.managerChannel('c'), `c:${redlock.managerId}`);
   assert.notEqual(new Redlock([], DEFAULTS, NO_EVENTS).managerId, redlock.managerId, 'each manager its own id');
 });

@@ -190,9 +190,13 @@ export class Redlock implements NodeSet {
     return randomSlice(18).toString('base64url');
   }
 
-  /** A mutex owner token: this manager's id, then 144 random bits. */
+  /**
+   * A mutex owner token: this manager's id, a '.', then 144 random bits (base64url, which has no '.'). The '.'
+   * tells a release that this waiter takes a grant message as its wake-up, so the token alone, which wakes a
+   * waiter of an older fencelock, need not follow it (_handover.lua).
+   */
   waiterToken(): string {
-    return this.managerId + Redlock.newToken();
+    return `${this.managerId}.${Redlock.newToken()}`;
   }
 
   /** The channel on which releases of these resources wake this manager's waiters (their turn has come). */

@@ -128,6 +128,32 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     }
   });
 
+  test('a waiter whose token has a dot after its manager id is sent the grant alone; an older waiter, then its token', async () => {
+    const marker = markerKey('fencelock:');
+    for (const [waiter, expected] of [
+      ['mgr00003.' + 'n'.repeat(24), 'grant'],
+      ['mgr00003' + 'o'.repeat(24), 'grant, token'],
+    ] as const) {
+      const r = uniqueResource('grant-alone');
+      const k = keysOf(r);
+      await scene(r, 'holder', [[waiter, 1, 2_000]]);
+      const listener = admin().duplicate();
+      const heard: string[] = [];
+      listener.on('message', (_channel: string, message: string) => heard.push(message));
+      await listener.subscribe(`${k.channel}:mgr00003`);
+      try {
+        assert.equal(await admin().eval(releaseLua, 2, k.lock, marker, 'holder', '1'), 1);
+        // Messages of one channel arrive in order: once this one is heard, everything the release sent was.
+        await admin().publish(`${k.channel}:mgr00003`, 'end');
+        await eventually(async () => heard.includes('end'), 2_000);
+        const told = heard.slice(0, -1).map((m) => (m === waiter ? 'token' : m.startsWith(`${waiter} 1 `) ? 'grant' : m));
+        assert.equal(told.join(', '), expected, `what ${waiter} was told: ${JSON.stringify(heard)}`);
+      } finally {
+        listener.disconnect();
+      }
+    }
+  });
+
   test('without the marker (an older release, dequeue.lua), the waiter is told its token alone and no fence is issued', async () => {
     const marker = markerKey('fencelock:');
     const r = uniqueResource('older-release-script');

@@ -16,9 +16,11 @@
 -- Without such a moment it confirms with an attempt: finding the key holding its token, acquire.lua grants
 -- it (its ttl from then, a new fence).
 --
--- The grant is followed by the token alone, the notification of every hand-over before the grant existed:
--- a waiter of an older fencelock ignores the grant and is woken by it. Without a marker (dequeue.lua, or a
--- release of an older fencelock) the token alone is all, and no fence is issued: the waiter confirms.
+-- A waiter of an older fencelock ignores the grant: the token alone, the notification of every hand-over before
+-- the grant existed, follows it and wakes that waiter. Its token has no '.' after the manager's id (redlock.ts
+-- waiterToken): a waiter whose token has one is woken by the grant, and is sent nothing more. Without a marker
+-- (dequeue.lua, or a release of an older fencelock) the token alone is all, and no fence is issued: the waiter
+-- confirms.
 -- #include _node-state.lua
 
 -- The first waiter of queue `q` whose place (in `l`) has not lapsed, with its lease end; nil if none.
@@ -69,6 +71,6 @@ local function hand_over(key, marker, hint, successor, ticket, ttl_ms)
     -- ttl '0': the marker keeps the longest ttl the waiter's own attempts recorded.
     redis.call('PUBLISH', channel, head .. ' ' .. grant_reply(marker, '0', string.sub(head, -16), true, hint))
   end
-  redis.call('PUBLISH', channel, head)
+  if not marker or string.sub(head, 9, 9) ~= '.' then redis.call('PUBLISH', channel, head) end
   return 'head'
 end
