@@ -135,8 +135,8 @@ export class LocalQueues {
    * The caller next in line for `resource`, parked behind a holder of this process (see #atNodes), as the
    * release of that holder grants it the lock or takes its place in line (release.lua, redlock.ts releaseTo):
    * its owner token, chosen now, its arrival, ttl and queue lease, and where the release's outcome goes (its
-   * arrival: the caller takes it as its first attempt). Undefined when none is parked (nobody waits here, or the next one has already gone to
-   * the nodes' queue).
+   * arrival: the caller takes it as its first attempt). Undefined when none is parked (nobody waits here, or
+   * the next one has already gone to the nodes' queue).
    */
   successor(resource: string, newToken: () => string, nodeTimeout: number): Successor | undefined {
     const line = this.#single.get(resource);

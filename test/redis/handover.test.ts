@@ -27,6 +27,14 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
       await admin().zadd(k.leases, now + leaseMs, token);
     }
   }
+  /** A connection subscribed to `channel`, and the messages it heard, in order. */
+  async function listen(channel: string): Promise<{ heard: string[]; listener: Redis }> {
+    const listener = admin().duplicate();
+    const heard: string[] = [];
+    listener.on('message', (_channel: string, message: string) => heard.push(message));
+    await listener.subscribe(channel);
+    return { heard, listener };
+  }
   const release = (resource: string, token: string): Promise<unknown> => admin().eval(releaseLua, 1, keysOf(resource).lock, token);
   /** release.lua with a successor (redlock.ts releaseTo): its token, ticket and ttl; no fence hint, no age. */
   const releaseTo = (resource: string, token: string, successor: string, ticket: string, ttl: string, marker: string): Promise<unknown> =>
@@ -102,10 +110,7 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     ]);
     const counter = BigInt((await admin().hget(marker, 'fence')) ?? '0');
     const hint = (counter + 40n).toString();
-    const listener = admin().duplicate();
-    const heard: string[] = [];
-    listener.on('message', (_channel: string, message: string) => heard.push(message));
-    await listener.subscribe(`${k.channel}:mgr00001`);
+    const { heard, listener } = await listen(`${k.channel}:mgr00001`);
     try {
       assert.equal(await admin().eval(releaseLua, 2, k.lock, marker, 'holder', hint), 1);
       assert.equal(await admin().get(k.lock), waiter, 'the live head, past the lapsed place');
@@ -137,10 +142,7 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
       const r = uniqueResource('grant-alone');
       const k = keysOf(r);
       await scene(r, 'holder', [[waiter, 1, 2_000]]);
-      const listener = admin().duplicate();
-      const heard: string[] = [];
-      listener.on('message', (_channel: string, message: string) => heard.push(message));
-      await listener.subscribe(`${k.channel}:mgr00003`);
+      const { heard, listener } = await listen(`${k.channel}:mgr00003`);
       try {
         assert.equal(await admin().eval(releaseLua, 2, k.lock, marker, 'holder', '1'), 1);
         // Messages of one channel arrive in order: once this one is heard, everything the release sent was.
@@ -160,10 +162,7 @@ describe('release.lua and dequeue.lua: the hand-over', () => {
     const k = keysOf(r);
     const waiter = 'mgr00002' + 'o'.repeat(24);
     await scene(r, 'holder', [[waiter, 1, 1_500]]);
-    const listener = admin().duplicate();
-    const heard: string[] = [];
-    listener.on('message', (_channel: string, message: string) => heard.push(message));
-    await listener.subscribe(`${k.channel}:mgr00002`);
+    const { heard, listener } = await listen(`${k.channel}:mgr00002`);
     try {
       const counter = await admin().hget(marker, 'fence');
       assert.equal(await release(r, 'holder'), 1);

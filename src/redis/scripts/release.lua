@@ -24,7 +24,8 @@
 -- compare-and-delete plus one EXISTS: no queue to read, nothing to publish. A key deleted while waiters that do
 -- not queue (fair: false) watch it (acquire.lua sets <base>:watch for them) is announced with '*' on the
 -- shared channel. Returns how many keys were ours (handed over or deleted); with the successor granted,
--- acquire.lua's grant reply instead: '1 fence epoch age trusted longest'.
+-- acquire.lua's grant reply instead: '1 fence epoch age trusted longest'; with it queued (ARGV[7]), the busy
+-- reply above.
 -- The common case comes first, before the shared functions below are built (as in acquire.lua): one key,
 -- no successor, and the key is not ours any more, or nobody waits for it.
 if not ARGV[3] and (ARGV[2] or #KEYS == 1) then
