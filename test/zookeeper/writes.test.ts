@@ -57,28 +57,46 @@ describe('zookeeper: the writes of an uncontended acquire+release', { skip: requ
   });
 
   /**
-   * The writes of one answered pair. A release whose delete the server did not answer within the request
-   * timeout (2 s) resolves with `released: 0` and deletes in the background (recipe.ts removeForSure): that
-   * pair measures the server's stall, not the recipe. Twice in CI (never in 100 runs here, with or without
-   * fsync-heavy load beside it) one delete of this test went unanswered for 2 s by a healthy local server; so
-   * such a pair is said (with the server's own warnings: ZooKeeper logs an fsync slower than 1 s) and, once
-   * the background delete has landed and the log is still, measured again, at most twice. The other tests
-   * here measure a first pair whose cost a repeat would not have, so they stay single measurements.
+   * `work`, done again when the server left a request of `locks` unanswered within the request timeout (2 s)
+   * while it ran: a `NODE_TIMEOUT` node error (the recipe then retries, and writes more; a single attempt fails),
+   * or a release that resolved with `released: 0` (it deletes in the background, recipe.ts removeForSure). Such a
+   * run measures the server's stall, not the recipe: it is said (with the server's own warnings: ZooKeeper logs
+   * an fsync slower than 1 s), and once the log is still, `work` runs again, at most twice more. Seen in loaded
+   * full suite runs only (twice for a release in CI; on 2026-11-28 once for an acquire's create, 7 writes where 2
+   * were due, and once for a tryAcquire, while other files started ZooKeeper ensembles beside this one), never in
+   * runs of this file alone. `work` gets the attempt's number and returns its result and whether its release
+   * was answered.
    */
-  async function answeredPairWrites(t: TestContext, locks: LockManager, resource: string | string[]): Promise<number> {
+  async function unstalled<T>(
+    t: TestContext,
+    locks: LockManager,
+    what: string,
+    work: (attempt: number) => Promise<{ result: T; answered: boolean }>,
+  ): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      let released = 0;
-      const writes = await writesOf(async () => {
-        ({ released } = await (await locks.acquire(resource)).release());
-      });
-      if (released === 1 || attempt === 2) {
-        assert.equal(released, 1, `the release of ${String(resource)} was answered in ${attempt + 1} tries`);
-        return writes;
+      let stalls = 0;
+      const stalled = ({ error }: { error: Error & { code?: string } }): void => {
+        if (error.code === 'NODE_TIMEOUT') stalls++;
+      };
+      locks.on('nodeError', stalled);
+      let outcome: { result: T; answered: boolean } | undefined;
+      let failure: unknown;
+      try {
+        outcome = await work(attempt);
+      } catch (error) {
+        failure = error;
+      } finally {
+        locks.off('nodeError', stalled);
+      }
+      if ((stalls === 0 && outcome?.answered !== false) || attempt === 2) {
+        if (!outcome) throw failure;
+        assert.ok(outcome.answered, `${what}: the release was answered in ${attempt + 1} tries`);
+        return outcome.result;
       }
       const log = await readFile(path.join(ensemble.servers[0]!.dir, 'zookeeper.log'), 'utf8').catch(() => '');
       const warnings = log.split('\n').filter((line) => /fsync|took|GC|pause/i.test(line));
       t.diagnostic(
-        `${String(resource)}: the delete went unanswered within the request timeout; server warnings: ${warnings.slice(-5).join(' | ') || 'none'}`,
+        `${what}: a request went unanswered within the request timeout; server warnings: ${warnings.slice(-5).join(' | ') || 'none'}`,
       );
       let last = -1n;
       await eventually(
@@ -94,13 +112,29 @@ describe('zookeeper: the writes of an uncontended acquire+release', { skip: requ
     }
   }
 
+  /**
+   * The writes of one pair the server answered in time (see unstalled). A fresh resource is measured again
+   * under a new name: the stalled pair may have made its queue.
+   */
+  function answeredPairWrites(t: TestContext, locks: LockManager, resource: string | string[], fresh = false): Promise<number> {
+    const renamed = (r: string, attempt: number): string => (fresh && attempt > 0 ? `${r}-again-${attempt}` : r);
+    return unstalled(t, locks, String(resource), async (attempt) => {
+      const name = typeof resource === 'string' ? renamed(resource, attempt) : resource.map((r) => renamed(r, attempt));
+      let released = 0;
+      const result = await writesOf(async () => {
+        ({ released } = await (await locks.acquire(name)).release());
+      });
+      return { result, answered: released === 1 };
+    });
+  }
+
   test('a fresh resource and a busy one alike: 2 writes per pair (the floor: create, delete)', async (t) => {
     const locks = manager('fresh:');
     await pair(locks, 'warm-up')(); // the session (a write) and the root
-    for (let i = 0; i < 5; i++) assert.equal(await answeredPairWrites(t, locks, `fresh-${i}`), 2, `fresh resource ${i}`);
+    for (let i = 0; i < 5; i++) assert.equal(await answeredPairWrites(t, locks, `fresh-${i}`, true), 2, `fresh resource ${i}`);
     for (let i = 0; i < 5; i++) assert.equal(await answeredPairWrites(t, locks, 'fresh-0'), 2, `known resource, pair ${i}`);
     // Three fresh resources at once: one transaction makes their queues and our znodes; one delete each.
-    assert.equal(await answeredPairWrites(t, locks, ['multi-a', 'multi-b', 'multi-c']), 4);
+    assert.equal(await answeredPairWrites(t, locks, ['multi-a', 'multi-b', 'multi-c'], true), 4);
     assert.equal(await answeredPairWrites(t, locks, ['multi-a', 'multi-b', 'multi-c']), 4);
   });
 
@@ -136,17 +170,34 @@ describe('zookeeper: the writes of an uncontended acquire+release', { skip: requ
     assert.equal(await writesOf(pair(locks, 'theirs')), 2);
   });
 
-  test('a known queue deleted under the manager (as another manager’s sweep does): one failed create, then the transaction; granted each time', async () => {
+  test('a known queue deleted under the manager (as another manager’s sweep does): one failed create, then the transaction; granted each time', async (t) => {
     const locks = manager('swept:');
     await pair(locks, 'swept')();
+    /** The queue deleted, then `work`. After a stall (attempt > 0) the queue may be gone already: a stalled attempt may not have made it. */
+    const afterDeletion = async <T>(attempt: number, work: () => Promise<T>): Promise<T> => {
+      const removed = call((done) => client.remove('/swept/swept', -1, done));
+      await (attempt === 0 ? removed : removed.catch(() => undefined));
+      return work();
+    };
     for (let i = 0; i < 3; i++) {
-      await call((done) => client.remove('/swept/swept', -1, done));
-      const lock = await locks.tryAcquire('swept');
+      const lock = await unstalled(t, locks, `tryAcquire after deletion ${i}`, (attempt) =>
+        afterDeletion(attempt, async () => {
+          const taken = await locks.tryAcquire('swept');
+          return { result: taken, answered: taken ? (await taken.release()).released === 1 : true };
+        }),
+      );
       assert.ok(lock, `granted after deletion ${i}`);
-      await lock.release();
     }
-    await call((done) => client.remove('/swept/swept', -1, done));
-    assert.equal(await writesOf(pair(locks, 'swept')), 3);
+    const writes = await unstalled(t, locks, 'a pair after deletion', (attempt) =>
+      afterDeletion(attempt, async () => {
+        let released = 0;
+        const result = await writesOf(async () => {
+          ({ released } = await (await locks.acquire('swept')).release());
+        });
+        return { result, answered: released === 1 };
+      }),
+    );
+    assert.equal(writes, 3);
   });
 
   test('the root missing: made, then the queue with our znode; the next fresh resource costs 2 again', async () => {
