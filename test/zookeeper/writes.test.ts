@@ -120,12 +120,17 @@ describe('zookeeper: the writes of an uncontended acquire+release', { skip: requ
     const renamed = (r: string, attempt: number): string => (fresh && attempt > 0 ? `${r}-again-${attempt}` : r);
     return unstalled(t, locks, String(resource), async (attempt) => {
       const name = typeof resource === 'string' ? renamed(resource, attempt) : resource.map((r) => renamed(r, attempt));
-      let released = 0;
-      const result = await writesOf(async () => {
-        ({ released } = await (await locks.acquire(name)).release());
-      });
-      return { result, answered: released === 1 };
+      return pairWrites(locks, name);
     });
+  }
+
+  /** The writes of one acquire+release of `resource`, and whether its release was answered (unstalled). */
+  async function pairWrites(locks: LockManager, resource: string | string[]): Promise<{ result: number; answered: boolean }> {
+    let released = 0;
+    const result = await writesOf(async () => {
+      ({ released } = await (await locks.acquire(resource)).release());
+    });
+    return { result, answered: released === 1 };
   }
 
   test('a fresh resource and a busy one alike: 2 writes per pair (the floor: create, delete)', async (t) => {
@@ -189,13 +194,7 @@ describe('zookeeper: the writes of an uncontended acquire+release', { skip: requ
       assert.ok(lock, `granted after deletion ${i}`);
     }
     const writes = await unstalled(t, locks, 'a pair after deletion', (attempt) =>
-      afterDeletion(attempt, async () => {
-        let released = 0;
-        const result = await writesOf(async () => {
-          ({ released } = await (await locks.acquire('swept')).release());
-        });
-        return { result, answered: released === 1 };
-      }),
+      afterDeletion(attempt, () => pairWrites(locks, 'swept')),
     );
     assert.equal(writes, 3);
   });

@@ -67,6 +67,7 @@ end
 local hint, want_age = ARGV[3] or '', ARGV[4] == '1'
 local ticket, fair = ARGV[5] or '', (ARGV[7] or '1') == '1'
 if cheap then return grant_reply(marker, ttl, string.sub(token, -16), want_age, hint) end
+-- #include _place.lua
 
 -- Each resource's key name without ':lock': its other keys are this plus a suffix, built only when used.
 local base = {}
@@ -123,21 +124,14 @@ end
 if held or ahead then
   if fair and ticket ~= '' then
     local lease_end = clock() + tonumber(ARGV[6])
-    for i = 1, n do
-      local q, l = base[i] .. ':queue', base[i] .. ':leases'
-      redis.call('ZADD', q, 'NX', ticket, token)
-      redis.call('ZADD', l, lease_end, token)
-      -- Queues of a resource nobody waits for any more vanish on their own.
-      redis.call('PEXPIRE', q, ARGV[6])
-      redis.call('PEXPIRE', l, ARGV[6])
-    end
+    for i = 1, n do take_place(base[i], token, ticket, lease_end, ARGV[6]) end
   elseif ARGV[7] == 'w' then
     for i = 1, n do redis.call('SET', base[i] .. ':watch', '1', 'PX', ARGV[6]) end
   end
   -- A queued waiter always gets the counter: a grant whose fence is above it came after this request
   -- (handed-grant.ts).
   local counter = (hint ~= '' or ticket ~= '') and (redis.call('HGET', marker, 'fence') or '0') or '0'
-  return '0 ' .. held_ms .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest .. (ahead and ' 1 ' or ' 0 ') .. counter
+  return busy_reply(held_ms, epoch, age, trusted, longest, ahead, counter)
 end
 
 -- One counter for every resource: the fence exceeds every earlier fence of each of them.

@@ -15,6 +15,7 @@
 -- lapsed waiter be dropped later.
 -- #include _node-state.lua
 -- #include _handover.lua
+-- #include _place.lua
 -- #function acquire acquire.lua
 -- #function release release.lua
 local run = { a = acquire, r = release }

@@ -38,20 +38,16 @@ if not ARGV[3] and (ARGV[2] or #KEYS == 1) then
 end
 
 -- #include _handover.lua
+-- #include _place.lua
 -- The releasing process's next caller `successor` (see hand_over), when a waiter queued at `key` arrived before
 -- it: its place in the queue (its `ticket`, a lease of `lease_ms`), taken by the release as acquire.lua's busy
 -- path would have taken it, and acquire.lua's reply to a queued attempt, with the node's counter as it is
 -- after the hand-over. `ttl_ms` is recorded as any request's ttl is (restart quarantine).
 local function queue_successor(key, marker, successor, ticket, ttl_ms, want_age, lease_ms)
-  local base = string.sub(key, 1, -6)
-  local q, l = base .. ':queue', base .. ':leases'
-  redis.call('ZADD', q, 'NX', ticket, successor)
-  redis.call('ZADD', l, clock() + tonumber(lease_ms), successor)
-  redis.call('PEXPIRE', q, lease_ms)
-  redis.call('PEXPIRE', l, lease_ms)
+  take_place(string.sub(key, 1, -6), successor, ticket, clock() + tonumber(lease_ms), lease_ms)
   local epoch, age, trusted, longest = node_state(marker, ttl_ms, string.sub(successor, -16), want_age)
   local counter = redis.call('HGET', marker, 'fence') or '0'
-  return '0 ' .. redis.call('PTTL', key) .. ' ' .. epoch .. ' ' .. age .. ' ' .. trusted .. ' ' .. longest .. ' 1 ' .. counter
+  return busy_reply(redis.call('PTTL', key), epoch, age, trusted, longest, true, counter)
 end
 
 local hint, successor = ARGV[2], ARGV[3]
