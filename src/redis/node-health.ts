@@ -157,19 +157,25 @@ export class NodeHealth {
    * and tells whether none of them is in quarantine, so the round needs no closer look. A trusted node is
    * lost only if this manager saw its epoch change (strict mode: if it is young).
    */
-  allClear(reports: ReadonlyArray<NodeReport & { readonly epoch: string }>, scopes: readonly string[], now: number): boolean {
+  allClear(reports: ReadonlyArray<(NodeReport & { readonly epoch: string }) | undefined>, scopes: readonly string[], now: number): boolean {
     let clear = true;
     for (let i = 0; i < reports.length; i++) {
-      const r = reports[i] as NodeReport & { readonly epoch: string };
+      const r = reports[i];
+      // A node not heard from yet (redlock.ts firstClear): its reply is looked at when it comes (known).
+      if (r === undefined) continue;
       const scope = scopes[i] as string;
-      const state = this.markers[i]?.get(scope);
-      // The usual case: the epoch this manager knows, and not one it saw replace another (that one may be in quarantine).
-      if (state?.epoch === r.epoch && state.replaced !== r.epoch) continue;
+      if (this.known(i, r.epoch, scope)) continue;
       this.observe(i, r.epoch, now, scope);
       clear = false;
     }
     if (typeof this.mode === 'number') return false;
     return clear;
+  }
+
+  /** Whether node i's `epoch` is the one this manager knows for `scope`, and not one it saw replace another (that one may be in quarantine). */
+  known(i: number, epoch: string, scope: string): boolean {
+    const state = this.markers[i]?.get(scope);
+    return state?.epoch === epoch && state.replaced !== epoch;
   }
 
   /** Per node, ms left of its quarantine (0: none), from what the nodes reported; changes nothing. */

@@ -29,6 +29,7 @@ export type { Attempt, Grant, LeaseOps, NodeErrorReport, NodeEvents, QueueOption
  * `acquireOnce` runs it:
  *
  *   sendAcquire     the acquire script on every node (or the leader first)
+ *   firstClear      a first attempt's common case, decided by the first quorum heard; the rest heard after
  *   clearGrant      the common case: all granted, all trusted, one fence: done
  *   judge           (judge.ts) which answers count: quarantine, trust, repair
  *   countGrants     (trust.ts) the quorum of trustworthy grants
@@ -56,6 +57,9 @@ interface RoundReplies {
   readonly start: number;
   readonly replies: AcquireReply[];
 }
+
+/** A round whose replies are not all in yet: undefined for a node not heard from (see firstClear). */
+type HeardReplies = Omit<RoundReplies, 'replies'> & { readonly replies: ReadonlyArray<AcquireReply | undefined> };
 
 export class Redlock implements NodeSet {
   readonly quorum: number;
@@ -229,7 +233,7 @@ export class Redlock implements NodeSet {
     const keys = this.keys(resources);
     const start = monotonicNow();
     // No async frame: an uncontended round ends in clearGrant, with one promise reaction and nothing else.
-    return this.sendAcquire(resources, keys, token, ttl, queue, leaderFirst).then((replies) =>
+    return this.sendAcquire(resources, keys, token, ttl, start, queue, leaderFirst).then((replies) =>
       Array.isArray(replies) ? this.decide({ resources, keys, token, ttl, start, replies }, queue) : replies,
     );
   }
@@ -246,13 +250,7 @@ export class Redlock implements NodeSet {
   private async judgeRound(round: RoundReplies, queue: QueueOptions): Promise<Attempt> {
     const { resources, keys, token, replies } = round;
     const failures: NodeFailure[] = [];
-    const answers = judge(
-      this,
-      replies.map((r) => (r.kind === 'held' ? { ...r, wait: r.pttl < 0 || (r.pttl === 0 && r.ahead) ? Infinity : r.pttl } : r)),
-      this.nodes.map((_, i) => this.scopeFor(i, keys)),
-      resources,
-      failures,
-    );
+    const answers = this.judged(round, failures);
     const count = countGrants(answers, this.quorum);
     nameUntrusted(this, count, failures);
     if (count.counted.length >= this.quorum) {
@@ -280,6 +278,17 @@ export class Redlock implements NodeSet {
     return shortOf(this, answers, count, failures);
   }
 
+  /** The round's replies as judge.ts sees them (with how long each busy node asks us to wait), judged. */
+  private judged({ resources, keys, replies }: RoundReplies, failures: NodeFailure[]): NodeAnswer[] {
+    return judge(
+      this,
+      replies.map((r) => (r.kind === 'held' ? { ...r, wait: r.pttl < 0 || (r.pttl === 0 && r.ahead) ? Infinity : r.pttl } : r)),
+      this.nodes.map((_, i) => this.scopeFor(i, keys)),
+      resources,
+      failures,
+    );
+  }
+
   /**
    * The common case in a few lines: every node granted, every node is trusted, none is in restart
    * quarantine (node-health.ts says so), and all issued the same fence (their counters agree), with
@@ -301,26 +310,29 @@ export class Redlock implements NodeSet {
    * as long as the grants still make a quorum. 'fences differ': the grants disagree on the fence.
    */
   private agreedGrant(
-    { resources, keys, token, ttl, start, replies }: RoundReplies,
+    { resources, keys, token, ttl, start, replies }: HeardReplies,
     pending?: number[],
   ): Grant | 'fences differ' | undefined {
     if (this.options.waitForReplicas) return undefined;
     let fence: bigint | undefined;
+    let granted = 0;
     // An index loop: the uncontended acquire passes here, and entries() would allocate a pair per node.
     for (let i = 0; i < replies.length; i++) {
-      const r = replies[i] as AcquireReply;
+      const r = replies[i];
+      if (r === undefined) continue;
       if (r.kind === 'held' && pending) pending.push(i);
       else if (r.kind !== 'granted' || !r.trusted) return undefined;
       else if (fence === undefined) fence = r.fence;
       else if (r.fence !== fence) return 'fences differ';
+      if (r.kind === 'granted') granted++;
     }
-    if (fence === undefined || replies.length - (pending?.length ?? 0) < this.quorum) return undefined;
+    if (fence === undefined || granted < this.quorum) return undefined;
     const now = monotonicNow();
-    if (!this.health.allClear(replies as ReadonlyArray<NodeReport & { readonly epoch: string }>, this.scopesOf(keys), now))
+    if (!this.health.allClear(replies as ReadonlyArray<(NodeReport & { readonly epoch: string }) | undefined>, this.scopesOf(keys), now))
       return undefined;
     const validUntil = start + ttl - driftOf(ttl, this.options.driftFactor);
     if (validUntil <= now) return undefined;
-    const epochs = replies.map((r) => (r.kind === 'granted' ? r.epoch : ''));
+    const epochs = replies.map((r) => (r?.kind === 'granted' ? r.epoch : ''));
     return { resources, token, fence, ttl, validUntil, epochs };
   }
 
@@ -401,10 +413,10 @@ export class Redlock implements NodeSet {
     keys: ResourceKeys[],
     token: string,
     ttl: number,
+    start: number,
     queue: QueueOptions,
     leaderFirst: boolean,
   ): Promise<AcquireReply[] | Attempt> {
-    const start = monotonicNow();
     const args = acquireArgs(token, ttl, queue, this.health.wantAge(start), this.countersDiffer ? this.fenceHint : undefined);
     // Standalone nodes all take the same keys (their marker has one name); a Cluster node's marker is its slot's.
     const shared = this.anyCluster ? undefined : acquireKeys(keys, this.marker);
@@ -441,8 +453,12 @@ export class Redlock implements NodeSet {
     };
     if (this.nodes.length === 1) return ask(0).then(oneReply);
     const leader = leaderFirst ? this.leaderFor(resources) : -1;
-    if (leader < 0 || start - (this.lastFailure[leader] as number) <= LEADER_COOLDOWN_MS)
-      return Promise.all(this.nodes.map((_, i) => ask(i)));
+    if (leader < 0 || start - (this.lastFailure[leader] as number) <= LEADER_COOLDOWN_MS) {
+      const asked = this.nodes.map((_, i) => ask(i));
+      // A first attempt that queues nowhere may be decided by the replies heard first (firstClear).
+      if (queue.ticket !== '' || queue.watch || queue.marks) return Promise.all(asked);
+      return this.firstClear(asked, { resources, keys, token, ttl, start });
+    }
     return ask(leader).then((first): AcquireReply[] | Attempt | Promise<AcquireReply[]> => {
       if (first.kind === 'held') {
         this.health.observe(leader, first.epoch, monotonicNow(), this.scopeFor(leader, keys));
@@ -450,6 +466,65 @@ export class Redlock implements NodeSet {
       }
       return Promise.all(this.nodes.map((_, i) => (i === leader ? first : ask(i))));
     });
+  }
+
+  /**
+   * One first attempt's replies, decided as soon as they can be: the round's grant once the replies heard so far
+   * make a clear one (agreedGrant: a quorum of trusted grants with one fence, none in quarantine, validity
+   * left), else every reply once all are in, for decide. A slow node then delays no acquire: the quorum is
+   * what Redlock counts, and the fence agreed by a quorum is above every earlier holder's (their quorum
+   * overlaps ours). The rest are heard after (lateReply); once all are in, a round with a late reply the clear
+   * path would not have taken is judged as judgeRound judges one (judge.ts: errors reported, epochs recorded,
+   * quarantines announced, repairs scheduled), for those effects alone. Only an attempt that queues nowhere:
+   * a "held" reply heard late then took no place in a queue that would need leaving.
+   */
+  private firstClear(asked: ReadonlyArray<Promise<AcquireReply>>, round: Omit<HeardReplies, 'replies'>): Promise<AcquireReply[] | Attempt> {
+    return new Promise((resolve) => {
+      const replies: Array<AcquireReply | undefined> = new Array<AcquireReply | undefined>(asked.length).fill(undefined);
+      let heard = 0;
+      let grant: Grant | undefined;
+      let unclear = false;
+      for (let i = 0; i < asked.length; i++) {
+        (asked[i] as Promise<AcquireReply>).then((reply) => {
+          heard++;
+          replies[i] = reply;
+          if (grant) {
+            if (!this.lateReply(i, reply, grant, round)) unclear = true;
+            if (heard === asked.length && unclear) this.judged({ ...round, replies: replies as AcquireReply[] }, []);
+            return;
+          }
+          if (heard === asked.length) return resolve(replies as AcquireReply[]);
+          if (heard < this.quorum || reply.kind !== 'granted') return;
+          const clear = this.agreedGrant({ ...round, replies });
+          if (clear === undefined || clear === 'fences differ') return;
+          grant = clear;
+          this.countersDiffer = false;
+          resolve({ kind: 'acquired', grant });
+        });
+      }
+    });
+  }
+
+  /**
+   * A reply heard after firstClear decided its round; true when it is one the clear path takes (a grant with
+   * the round's fence from a node as trusted as before), which joins the grant's epochs (extend's write-back
+   * after a reset needs them). A node that granted with less than the round's fence, or with an untrusted
+   * counter, ran the increment too: as agreeOnFence does, its counter is raised to the fence (in the
+   * background, as for a node that merely lags there), so that it is not left below a fence it took part in
+   * (a later bootstrap over the untrusted nodes, once the trusted ones lost their data, would count it).
+   */
+  private lateReply(i: number, reply: AcquireReply, grant: Grant, round: Omit<HeardReplies, 'replies'>): boolean {
+    if (reply.kind !== 'granted') return false;
+    if (reply.trusted && reply.fence === grant.fence && this.health.known(i, reply.epoch, this.scopeFor(i, round.keys))) {
+      (grant.epochs as string[])[i] = reply.epoch;
+      return true;
+    }
+    this.countersDiffer = true;
+    if (reply.fence < grant.fence || !reply.trusted) {
+      const marker = this.markerFor(i, round.keys);
+      this.background(raiseFenceOn(this, i, marker, grant.fence, reply.epoch, false, round.resources, []));
+    }
+    return false;
   }
 
   /** Node i's acquire script reply, parsed, its epoch as the node's shared copy (epochOf). */

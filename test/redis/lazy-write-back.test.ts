@@ -18,6 +18,15 @@ describe('lazy fence write-back', () => {
     const clients = nodes.urls.map((url) => new Redis(url));
     const admin = nodes.urls.map((url) => new Redis(url));
     try {
+      // Node 0's client holds back the acquire script a little, so that the round hears nodes 1 and 2 first: their
+      // fences differ, and the round is not decided before every node answered (redlock.ts firstClear) but
+      // judged in full, with the write-back.
+      const first = clients[0] as Redis;
+      const sendFirst = first.call.bind(first) as (command: string, ...args: string[]) => Promise<unknown>;
+      (first as unknown as { call: typeof sendFirst }).call = (command, ...args) => {
+        if (args[0] !== scripts.acquire.sha && args[0] !== scripts.acquire.source) return sendFirst(command, ...args);
+        return new Promise((resolve) => setTimeout(resolve, 20)).then(() => sendFirst(command, ...args));
+      };
       // Node 2's client holds back the raise-fence script (EVALSHA or, the first time, EVAL with its body).
       const lagging = clients[2] as Redis;
       const send = lagging.call.bind(lagging) as (command: string, ...args: string[]) => Promise<unknown>;

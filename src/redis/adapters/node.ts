@@ -59,7 +59,8 @@ export class DriverNode implements RedisNode {
     // NOSCRIPT reply and second round trip. Requests sent behind it on the connection find it cached.
     const first = !this.scriptsSent.has(script);
     if (first) this.scriptsSent.add(script);
-    const command: string[] = first ? ['EVAL', script.source, String(keys.length)] : ['EVALSHA', script.sha, String(keys.length)];
+    // Lower case: ioredis looks each command's flags up by its lower-case name, several times per request.
+    const command: string[] = first ? ['eval', script.source, String(keys.length)] : ['evalsha', script.sha, String(keys.length)];
     for (const key of keys) command.push(key);
     for (const arg of args) command.push(arg);
     const request = new Request<unknown>(this, command, undefined, performance.now() + timeoutMs, timeoutMs, script.label, true);
@@ -306,7 +307,7 @@ class Request<T> implements Deadline, Slotted {
     const command = this.command;
     if (!this.#retried && this.script && command && wrapped.message.includes('NOSCRIPT')) {
       this.#retried = true;
-      command[0] = 'EVAL';
+      command[0] = 'eval';
       command[1] = this.script.source;
       (this.node.driver.send(command) as Promise<T>).then(this.#answered, this.#failed);
       return;

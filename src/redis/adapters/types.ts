@@ -60,7 +60,7 @@ export interface ClientDriver {
   state(): 'ready' | 'connecting' | 'closed';
   /** Resolves when the connection is ready; the returned function stops listening. */
   whenReady(callback: () => void): () => void;
-  /** Sends a command as an array of arguments, e.g. ['EVALSHA', sha, '1', key, ...]. */
+  /** Sends a command as an array of arguments, e.g. ['evalsha', sha, '1', key, ...]. */
   send(args: readonly string[]): Promise<unknown>;
   /** Sends a keyless command to the node that serves `routingKey` (a Cluster); undefined: not possible with this client. */
   readonly sendRouted?: (routingKey: string, args: readonly string[]) => Promise<unknown>;

@@ -1,0 +1,157 @@
+// A first attempt on several nodes is decided by the replies heard first (redlock.ts firstClear): once a quorum of
+// trusted nodes granted with one fence, the acquire resolves, and the other nodes' replies are heard after it
+// (lateReply). Here one node's client holds back the acquire script, so its reply comes last by construction.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
+import { LockManager, type NodeErrorEvent } from '../../src/index.js';
+import { startRedisNodes } from '../../src/testing/index.js';
+import { scripts } from '../../src/redis/scripts/index.js';
+import { eventually } from '../support/harness.js';
+
+const HELD_BACK_MS = 400;
+const MARKER = 'fencelock:{node}:epoch';
+
+const counterOf = async (admin: Redis): Promise<bigint> => BigInt((await admin.hget(MARKER, 'fence')) ?? '0');
+
+type Call = (command: string, ...args: string[]) => Promise<unknown>;
+
+/**
+ * Holds back `client`'s acquire script calls while `slow.on` is set: each is sent HELD_BACK_MS later, or answered
+ * with an error instead when `slow.fail` is set. `slow.settled` resolves when the last one held back settled.
+ */
+function slowAcquires(client: Redis): { on: boolean; fail: boolean; settled: Promise<void> } {
+  const send = client.call.bind(client) as Call;
+  const slow = { on: false, fail: false, settled: Promise.resolve() };
+  (client as unknown as { call: Call }).call = (command, ...args) => {
+    if (!slow.on || (args[0] !== scripts.acquire.sha && args[0] !== scripts.acquire.source)) return send(command, ...args);
+    const fail = slow.fail;
+    const held = new Promise((resolve) => setTimeout(resolve, HELD_BACK_MS)).then(() =>
+      fail ? Promise.reject(new Error('held back, then refused (test)')) : send(command, ...args),
+    );
+    slow.settled = held.then(
+      () => undefined,
+      () => undefined,
+    );
+    return held;
+  };
+  return slow;
+}
+
+async function withNodes(work: (clients: Redis[], admin: Redis[], locks: LockManager) => Promise<void>): Promise<void> {
+  const nodes = await startRedisNodes(3);
+  const clients = nodes.urls.map((url) => new Redis(url));
+  const admin = nodes.urls.map((url) => new Redis(url));
+  const locks = new LockManager(clients, { ttl: 10_000, nodeTimeout: 2_000 });
+  try {
+    // Every node trusted and known to the manager (its epochs seen): the clear path's conditions.
+    await (await locks.acquire('warm-up')).release();
+    await work(clients, admin, locks);
+  } finally {
+    await locks.close();
+    for (const c of [...clients, ...admin]) c.disconnect();
+    await nodes.stop();
+  }
+}
+
+describe('a first attempt decided by the quorum heard first', () => {
+  test('a slow node delays no acquire; its late grant is the lock’s too, and the release takes it back', async () => {
+    await withNodes(async (clients, admin, locks) => {
+      const slow = slowAcquires(clients[2] as Redis);
+      slow.on = true;
+      const started = performance.now();
+      const lock = await locks.acquire('quick');
+      const took = performance.now() - started;
+      assert.ok(took < HELD_BACK_MS, `acquired in ${took.toFixed(0)} ms, before the slow node answered (${HELD_BACK_MS} ms)`);
+      assert.equal(await (admin[2] as Redis).get('fencelock:{quick}:lock'), null, 'the slow node had not run the acquire yet');
+      await slow.settled;
+      const owner = await (admin[0] as Redis).get('fencelock:{quick}:lock');
+      assert.ok(owner !== null);
+      assert.equal(await (admin[2] as Redis).get('fencelock:{quick}:lock'), owner, 'then it granted it too, to the same owner');
+      slow.on = false;
+      assert.deepEqual(await lock.release(), { released: 3, nodes: 3 }, 'released on all three nodes');
+      for (const a of admin) assert.equal(await a.exists('fencelock:{quick}:lock'), 0);
+    });
+  });
+
+  test('a late node error is reported as in any round', async () => {
+    await withNodes(async (clients, _admin, locks) => {
+      const errors: NodeErrorEvent[] = [];
+      locks.on('nodeError', (e) => errors.push(e));
+      const slow = slowAcquires(clients[2] as Redis);
+      slow.on = true;
+      slow.fail = true;
+      const first = await locks.acquire('late-error');
+      assert.equal(errors.length, 0, 'decided before the slow node answered');
+      await slow.settled;
+      // The error reaches the manager in the same turn as the rejection; one more turn for its event.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(
+        errors.map((e) => e.operation),
+        ['acquire'],
+        'the late error is a node error of the acquire',
+      );
+      assert.ok(
+        errors[0]?.node.endsWith(`:${String((clients[2] as Redis).options.port)}`),
+        `named after the slow node: ${errors[0]?.node}`,
+      );
+      await first.release();
+      assert.equal(errors.length, 1, 'reported once');
+    });
+  });
+
+  test('a node that lost its data, heard late, is judged as in any round: its restart quarantine is announced', async () => {
+    await withNodes(async (clients, admin, locks) => {
+      const quarantined: string[] = [];
+      locks.on('nodeQuarantined', (e) => quarantined.push(e.node));
+      await (admin[2] as Redis).flushall();
+      const slow = slowAcquires(clients[2] as Redis);
+      slow.on = true;
+      const lock = await locks.acquire('lost');
+      assert.equal(quarantined.length, 0, 'decided by nodes 0 and 1 before node 2 answered');
+      await slow.settled;
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(quarantined.length, 1, 'node 2 announced once its late reply was judged');
+      assert.ok(quarantined[0]?.endsWith(`:${String((clients[2] as Redis).options.port)}`), `named after node 2: ${quarantined[0]}`);
+      await eventually(async () => (await counterOf(admin[2] as Redis)) >= lock.fence, 2_000);
+      await lock.release();
+    });
+  });
+
+  test('a late grant with a lagging fence is raised to the lock’s fence, and the next round carries the fence hint', async () => {
+    await withNodes(async (clients, admin, locks) => {
+      const slow = slowAcquires(clients[2] as Redis);
+      // Nodes 0 and 1 move ahead of node 2: the quorum heard first (0 and 1) agrees on a fence node 2 lacks.
+      await Promise.all(admin.slice(0, 2).map((a) => a.hincrby(MARKER, 'fence', 100)));
+      const before = await counterOf(admin[2] as Redis);
+      slow.on = true;
+      const first = await locks.acquire('lagging');
+      assert.ok(before < first.fence, `node 2's counter ${before} lags the lock's fence ${first.fence}`);
+      await slow.settled;
+      slow.on = false;
+      // Node 2 granted with its own, smaller fence; the write-back after its late reply has no event of its own.
+      await eventually(async () => (await counterOf(admin[2] as Redis)) >= first.fence, 2_000);
+      await first.release();
+      const second = await locks.acquire('caught-up');
+      const counters = await Promise.all(admin.map((a) => counterOf(a)));
+      assert.deepEqual(counters, [second.fence, second.fence, second.fence], 'every node issued the same next fence');
+      assert.ok(second.fence > first.fence);
+      await second.release();
+    });
+  });
+
+  test('a late grant from a node whose counter is not trusted is raised to the lock’s fence too', async () => {
+    await withNodes(async (clients, admin, locks) => {
+      const slow = slowAcquires(clients[2] as Redis);
+      await Promise.all(admin.slice(0, 2).map((a) => a.hincrby(MARKER, 'fence', 100)));
+      await (admin[2] as Redis).hset(MARKER, 'trusted', '0');
+      slow.on = true;
+      const lock = await locks.acquire('untrusted');
+      await slow.settled;
+      slow.on = false;
+      await eventually(async () => (await counterOf(admin[2] as Redis)) >= lock.fence, 2_000);
+      assert.equal(await (admin[2] as Redis).hget(MARKER, 'trusted'), '0', 'raised, not marked trusted (that is a repair’s to do)');
+      await lock.release();
+    });
+  });
+});
