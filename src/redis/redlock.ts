@@ -481,6 +481,8 @@ export class Redlock implements NodeSet {
   private firstClear(asked: ReadonlyArray<Promise<AcquireReply>>, round: Omit<HeardReplies, 'replies'>): Promise<AcquireReply[] | Attempt> {
     return new Promise((resolve) => {
       const replies: Array<AcquireReply | undefined> = new Array<AcquireReply | undefined>(asked.length).fill(undefined);
+      // One round object for every look at it: `replies` fills in as the nodes answer.
+      const heardSoFar: HeardReplies = { ...round, replies };
       let heard = 0;
       let grant: Grant | undefined;
       let unclear = false;
@@ -490,12 +492,13 @@ export class Redlock implements NodeSet {
           replies[i] = reply;
           if (grant) {
             if (!this.lateReply(i, reply, grant, round)) unclear = true;
-            if (heard === asked.length && unclear) this.judged({ ...round, replies: replies as AcquireReply[] }, []);
+            // Every node has answered now: no reply is undefined any more.
+            if (heard === asked.length && unclear) this.judged(heardSoFar as RoundReplies, []);
             return;
           }
           if (heard === asked.length) return resolve(replies as AcquireReply[]);
           if (heard < this.quorum || reply.kind !== 'granted') return;
-          const clear = this.agreedGrant({ ...round, replies });
+          const clear = this.agreedGrant(heardSoFar);
           if (clear === undefined || clear === 'fences differ') return;
           grant = clear;
           this.countersDiffer = false;
@@ -516,6 +519,7 @@ export class Redlock implements NodeSet {
   private lateReply(i: number, reply: AcquireReply, grant: Grant, round: Omit<HeardReplies, 'replies'>): boolean {
     if (reply.kind !== 'granted') return false;
     if (reply.trusted && reply.fence === grant.fence && this.health.known(i, reply.epoch, this.scopeFor(i, round.keys))) {
+      // The grant's own array (agreedGrant built it for this round), shared by every copy of the grant.
       (grant.epochs as string[])[i] = reply.epoch;
       return true;
     }

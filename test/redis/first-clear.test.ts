@@ -1,6 +1,7 @@
 // A first attempt on several nodes is decided by the replies heard first (redlock.ts firstClear): once a quorum of
 // trusted nodes granted with one fence, the acquire resolves, and the other nodes' replies are heard after it
-// (lateReply). Here one node's client holds back the acquire script, so its reply comes last by construction.
+// (lateReply). Here one node's client holds back the acquire script (fixtures/held-back.ts), so its reply comes
+// last by construction.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
@@ -8,35 +9,12 @@ import { LockManager, type NodeErrorEvent } from '../../src/index.js';
 import { startRedisNodes } from '../../src/testing/index.js';
 import { scripts } from '../../src/redis/scripts/index.js';
 import { eventually } from '../support/harness.js';
+import { holdBack } from './fixtures/held-back.js';
 
 const HELD_BACK_MS = 400;
 const MARKER = 'fencelock:{node}:epoch';
 
 const counterOf = async (admin: Redis): Promise<bigint> => BigInt((await admin.hget(MARKER, 'fence')) ?? '0');
-
-type Call = (command: string, ...args: string[]) => Promise<unknown>;
-
-/**
- * Holds back `client`'s acquire script calls while `slow.on` is set: each is sent HELD_BACK_MS later, or answered
- * with an error instead when `slow.fail` is set. `slow.settled` resolves when the last one held back settled.
- */
-function slowAcquires(client: Redis): { on: boolean; fail: boolean; settled: Promise<void> } {
-  const send = client.call.bind(client) as Call;
-  const slow = { on: false, fail: false, settled: Promise.resolve() };
-  (client as unknown as { call: Call }).call = (command, ...args) => {
-    if (!slow.on || (args[0] !== scripts.acquire.sha && args[0] !== scripts.acquire.source)) return send(command, ...args);
-    const fail = slow.fail;
-    const held = new Promise((resolve) => setTimeout(resolve, HELD_BACK_MS)).then(() =>
-      fail ? Promise.reject(new Error('held back, then refused (test)')) : send(command, ...args),
-    );
-    slow.settled = held.then(
-      () => undefined,
-      () => undefined,
-    );
-    return held;
-  };
-  return slow;
-}
 
 async function withNodes(work: (clients: Redis[], admin: Redis[], locks: LockManager) => Promise<void>): Promise<void> {
   const nodes = await startRedisNodes(3);
@@ -57,8 +35,7 @@ async function withNodes(work: (clients: Redis[], admin: Redis[], locks: LockMan
 describe('a first attempt decided by the quorum heard first', () => {
   test('a slow node delays no acquire; its late grant is the lock’s too, and the release takes it back', async () => {
     await withNodes(async (clients, admin, locks) => {
-      const slow = slowAcquires(clients[2] as Redis);
-      slow.on = true;
+      const slow = holdBack(clients[2] as Redis, scripts.acquire, HELD_BACK_MS);
       const started = performance.now();
       const lock = await locks.acquire('quick');
       const took = performance.now() - started;
@@ -78,8 +55,7 @@ describe('a first attempt decided by the quorum heard first', () => {
     await withNodes(async (clients, _admin, locks) => {
       const errors: NodeErrorEvent[] = [];
       locks.on('nodeError', (e) => errors.push(e));
-      const slow = slowAcquires(clients[2] as Redis);
-      slow.on = true;
+      const slow = holdBack(clients[2] as Redis, scripts.acquire, HELD_BACK_MS);
       slow.fail = true;
       const first = await locks.acquire('late-error');
       assert.equal(errors.length, 0, 'decided before the slow node answered');
@@ -105,8 +81,7 @@ describe('a first attempt decided by the quorum heard first', () => {
       const quarantined: string[] = [];
       locks.on('nodeQuarantined', (e) => quarantined.push(e.node));
       await (admin[2] as Redis).flushall();
-      const slow = slowAcquires(clients[2] as Redis);
-      slow.on = true;
+      const slow = holdBack(clients[2] as Redis, scripts.acquire, HELD_BACK_MS);
       const lock = await locks.acquire('lost');
       assert.equal(quarantined.length, 0, 'decided by nodes 0 and 1 before node 2 answered');
       await slow.settled;
@@ -120,11 +95,10 @@ describe('a first attempt decided by the quorum heard first', () => {
 
   test('a late grant with a lagging fence is raised to the lock’s fence, and the next round carries the fence hint', async () => {
     await withNodes(async (clients, admin, locks) => {
-      const slow = slowAcquires(clients[2] as Redis);
+      const slow = holdBack(clients[2] as Redis, scripts.acquire, HELD_BACK_MS);
       // Nodes 0 and 1 move ahead of node 2: the quorum heard first (0 and 1) agrees on a fence node 2 lacks.
       await Promise.all(admin.slice(0, 2).map((a) => a.hincrby(MARKER, 'fence', 100)));
       const before = await counterOf(admin[2] as Redis);
-      slow.on = true;
       const first = await locks.acquire('lagging');
       assert.ok(before < first.fence, `node 2's counter ${before} lags the lock's fence ${first.fence}`);
       await slow.settled;
@@ -142,10 +116,9 @@ describe('a first attempt decided by the quorum heard first', () => {
 
   test('a late grant from a node whose counter is not trusted is raised to the lock’s fence too', async () => {
     await withNodes(async (clients, admin, locks) => {
-      const slow = slowAcquires(clients[2] as Redis);
+      const slow = holdBack(clients[2] as Redis, scripts.acquire, HELD_BACK_MS);
       await Promise.all(admin.slice(0, 2).map((a) => a.hincrby(MARKER, 'fence', 100)));
       await (admin[2] as Redis).hset(MARKER, 'trusted', '0');
-      slow.on = true;
       const lock = await locks.acquire('untrusted');
       await slow.settled;
       slow.on = false;

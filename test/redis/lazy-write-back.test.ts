@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import { LockManager } from '../../src/index.js';
 import { startRedisNodes } from '../../src/testing/index.js';
 import { scripts } from '../../src/redis/scripts/index.js';
+import { holdBack } from './fixtures/held-back.js';
 
 const MARKER = 'fencelock:{node}:epoch';
 const HELD_BACK_MS = 150;
@@ -21,12 +22,7 @@ describe('lazy fence write-back', () => {
       // Node 0's client holds back the acquire script a little, so that the round hears nodes 1 and 2 first: their
       // fences differ, and the round is not decided before every node answered (redlock.ts firstClear) but
       // judged in full, with the write-back.
-      const first = clients[0] as Redis;
-      const sendFirst = first.call.bind(first) as (command: string, ...args: string[]) => Promise<unknown>;
-      (first as unknown as { call: typeof sendFirst }).call = (command, ...args) => {
-        if (args[0] !== scripts.acquire.sha && args[0] !== scripts.acquire.source) return sendFirst(command, ...args);
-        return new Promise((resolve) => setTimeout(resolve, 20)).then(() => sendFirst(command, ...args));
-      };
+      holdBack(clients[0] as Redis, scripts.acquire, 20);
       // Node 2's client holds back the raise-fence script (EVALSHA or, the first time, EVAL with its body).
       const lagging = clients[2] as Redis;
       const send = lagging.call.bind(lagging) as (command: string, ...args: string[]) => Promise<unknown>;
