@@ -14,7 +14,7 @@ export interface IoredisLike {
   };
   call(command: string, ...args: string[]): Promise<unknown>;
   /** the connection's socket (a standalone client) */
-  stream?: { cork(): void; uncork(): void };
+  stream?: Corkable;
   connect(): Promise<unknown>;
   duplicate(override?: { autoResubscribe?: boolean }): IoredisLike;
   subscribe(...channels: string[]): Promise<unknown>;
@@ -24,6 +24,11 @@ export interface IoredisLike {
   on(event: string, listener: (...args: never[]) => void): unknown;
   once(event: string, listener: (...args: never[]) => void): unknown;
   removeListener(event: string, listener: (...args: never[]) => void): unknown;
+}
+
+interface Corkable {
+  cork(): void;
+  uncork(): void;
 }
 
 export function isIoredis(client: unknown): client is IoredisLike {
@@ -62,8 +67,14 @@ export class IoredisDriver implements ClientDriver {
   private readonly errorListeners: Array<(e: Error) => void> = [];
   private readonly pendingReady = new Set<() => void>();
   private closed = false;
-  /** requests written since the socket was corked (0: not corked) */
+  /** requests written since the socket was corked (0: not corked); see writeOrCork */
   private corked = 0;
+  /** requests sent in this turn of the event loop (0: none yet); its end (endTurn) is scheduled at the first */
+  private sentThisTurn = 0;
+  /** the turn before this one sent more than one request: this turn's are corked from the first */
+  private severalLastTurn = false;
+  /** the socket of this turn's requests (a reconnect brings a new one: the cork comes off the one it went on) */
+  private stream: Corkable | undefined;
 
   constructor(
     readonly name: string,
@@ -119,30 +130,51 @@ export class IoredisDriver implements ClientDriver {
 
   send(args: readonly string[]): Promise<unknown> {
     const client = this.client as IoredisLike;
-    // ioredis writes every command to the socket on its own (node-redis already batches a tick's
-    // writes). Corking the socket lets the requests of many callers, or of many locks, leave in one
-    // write instead of one system call each; but a write held back to the end of the turn leaves the
-    // node idle meanwhile, so every few requests the cork is let go (the node starts on them while we
-    // prepare the rest).
     const stream = client.stream;
-    if (stream && typeof stream.cork === 'function') {
-      if (this.corked === 0) {
-        stream.cork();
-        process.nextTick(() => this.uncork(stream));
-      } else if (this.corked >= CORK_BATCH) {
-        stream.uncork();
-        stream.cork();
-        this.corked = 0;
-      }
-      this.corked++;
-    }
+    if (stream && typeof stream.cork === 'function') this.writeOrCork(stream);
     return client.call(args[0] as string, ...args.slice(1));
   }
 
-  private uncork(stream: { uncork(): void }): void {
-    this.corked = 0;
-    stream.uncork();
+  /**
+   * ioredis writes every command to the socket on its own (node-redis already batches a tick's writes).
+   * Corking the socket lets the requests of many callers, or of many locks, leave in one write instead of one
+   * system call each; but a write held back to the end of the turn leaves the node idle meanwhile, so every
+   * few requests the cork is let go (the node starts on them while we prepare the rest).
+   *
+   * A turn that sends one request (a lone caller: a CLI, a cron job, W1) gains nothing from the cork and loses
+   * the overlap: on several nodes, the first node would wait while the requests to the others are built. So the
+   * cork goes on from a turn's first request only when the turn before sent several; otherwise the first is
+   * written at once and the cork goes on at the second. A burst of callers is thus corked from its second turn,
+   * and a lone caller never (docs/benchmarks.md, "A lone caller's request written at once").
+   */
+  private writeOrCork(stream: Corkable): void {
+    if (this.sentThisTurn === 0) {
+      process.nextTick(this.endTurn);
+      if (this.severalLastTurn) this.cork(stream);
+    } else if (this.corked === 0) this.cork(stream);
+    else if (this.corked >= CORK_BATCH) {
+      stream.uncork();
+      stream.cork();
+      this.corked = 1;
+    } else this.corked++;
+    this.sentThisTurn++;
   }
+
+  private cork(stream: Corkable): void {
+    this.stream = stream;
+    stream.cork();
+    this.corked = 1;
+  }
+
+  private readonly endTurn = (): void => {
+    this.severalLastTurn = this.sentThisTurn > 1;
+    this.sentThisTurn = 0;
+    if (this.corked > 0) {
+      this.corked = 0;
+      this.stream?.uncork();
+    }
+    this.stream = undefined;
+  };
 
   async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
     this.handlers.set(channel, onMessage);
