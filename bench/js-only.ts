@@ -11,36 +11,15 @@
 // figure: the median of 5 chunks of `pairs` / 5 after them.
 //
 //   npm run build && node --import tsx bench/js-only.ts [dir] [pairs] [--nodes N]
+import { nodesArg, standIn } from './stand-in.js';
+
 const argv = process.argv.slice(2);
+const NODES = nodesArg(argv);
 const nodesAt = argv.indexOf('--nodes');
-const NODES = nodesAt >= 0 ? Number(argv[nodesAt + 1]) : 1;
 const positional = argv.filter((a, i) => !a.startsWith('--') && (nodesAt < 0 || i !== nodesAt + 1));
 const dir = positional[0] ?? new URL('..', import.meta.url).pathname;
 const PAIRS = Number(positional[1] ?? 200_000);
 const { LockManager } = (await import(`${dir}/dist/esm/index.js`)) as typeof import('../src/index.js');
-
-/** A stand-in for one node's ioredis client: acquire (EVAL/EVALSHA with 2+ keys) is granted with the next fence, release deletes. */
-function standIn(port: number): object {
-  let fence = 0;
-  const client = {
-    status: 'ready',
-    options: { host: 'stand-in', port },
-    call(_command: string, ...args: string[]): Promise<unknown> {
-      if (args[1] !== '1') return Promise.resolve(`1 ${++fence} epoch${port}ABCDEF -1 1 10000`);
-      return Promise.resolve(1);
-    },
-    duplicate: () => client,
-    connect: async () => undefined,
-    subscribe: async () => undefined,
-    unsubscribe: async () => undefined,
-    quit: async () => undefined,
-    disconnect: () => undefined,
-    on: () => client,
-    once: () => client,
-    removeListener: () => client,
-  };
-  return client;
-}
 
 const locks = new LockManager(
   Array.from({ length: NODES }, (_, i) => standIn(i + 1)),

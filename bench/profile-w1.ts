@@ -3,7 +3,8 @@
 // at once (W2's shape; default 1, W1's), `--floor` runs the raw floor (SET NX PX + compare-and-delete) instead,
 // and `--protocol` fencelock's own acquire and release scripts sent straight with ioredis (its protocol floor:
 // what fencelock's JavaScript adds is the difference); on several nodes both fan out to all of them in parallel.
-// PAIRS=N sets the measured pairs (default 20,000).
+// PAIRS=N sets the measured pairs (default 20,000), WARMUP=N the pairs before them (default 3,000; 200 is W1's warm-up,
+// where fencelock's functions still run unoptimised: docs/benchmarks.md, "the cold window").
 //
 //   npm run build
 //   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile-w1.ts [--callers 64] [--nodes 3] [--floor | --protocol | --previous]
@@ -26,6 +27,7 @@ const FLOOR = argv.includes('--floor');
 // --protocol: fencelock's own two scripts, sent straight with ioredis: what its JavaScript adds is the rest.
 const PROTOCOL = argv.includes('--protocol');
 const PAIRS = Number(process.env.PAIRS ?? 20_000);
+const WARMUP = Number(process.env.WARMUP ?? 3_000);
 const SAME_KEY = argv.includes('--same-key');
 // --nodes N: fencelock over N local nodes (Redlock; the design table's shape is `--nodes 3 --callers 50`).
 const nodesAt = argv.indexOf('--nodes');
@@ -89,7 +91,7 @@ const redisCpuUs = async (): Promise<number> => {
 };
 
 try {
-  await run('warmup', 3_000);
+  await run('warmup', WARMUP);
   const redisBefore = await redisCpuUs();
   const cpu = process.cpuUsage();
   const started = performance.now();
