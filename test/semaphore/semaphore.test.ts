@@ -178,6 +178,12 @@ withNodeSets('semaphore', NODE_COUNTS, (env, nodeCount) => {
     const name = uniqueResource('sem-misc');
     const sem = locks.semaphore(name, { limit: 1 });
     let permitToken: string | undefined;
+    // What the manager reported while the test ran, for the failure message below.
+    const reported: string[] = [];
+    const since = performance.now();
+    const note = (what: string) => (e: object) =>
+      reported.push(`${(performance.now() - since).toFixed(1)} ms ${what} ${JSON.stringify(e, bigintsAsText).slice(0, 300)}`);
+    for (const event of ['nodeError', 'nodeQuarantined', 'released', 'retry'] as const) locks.on(event, note(event));
     {
       await using permit = await sem.acquire();
       permitToken = permit.value;
@@ -192,11 +198,18 @@ withNodeSets('semaphore', NODE_COUNTS, (env, nodeCount) => {
       const outcome = await within(pending, 2_000, 'aborted acquire');
       assert.ok(!outcome.ok && outcome.error === reason, 'rejects with the signal reason');
     }
+    const tried = performance.now();
     const after = await sem.tryAcquire();
     if (!after) {
-      // Seen once under a loaded CI run and not reproduced since: say what held the permit, node by node.
+      // Seen twice under a loaded run (a CI run, and npm test in a fresh clone on 2026-11-28, where every node's
+      // permits were already empty when read) and not reproduced in 49 runs since: say what held the permit,
+      // node by node, and what the manager reported meanwhile.
+      const took = (performance.now() - tried).toFixed(1);
       const held = await Promise.all(env().admin.map((a) => a.zrange(keyOf(name, 'permits'), '0', '-1', 'WITHSCORES')));
-      assert.fail(`\`await using\` released the permit; permits per node: ${JSON.stringify(held)}, permit ${String(permitToken)}`);
+      assert.fail(
+        `\`await using\` released the permit; tryAcquire took ${took} ms and found it held; permits per node afterwards: ` +
+          `${JSON.stringify(held)}, permit ${String(permitToken)}; reported: ${reported.join(' | ') || 'nothing'}`,
+      );
     }
     await locks.close();
     assert.ok(after.signal.aborted, 'close() released the held permit');
@@ -247,3 +260,8 @@ withNodeSets('semaphore', NODE_COUNTS, (env, nodeCount) => {
     });
   }
 });
+
+/** JSON.stringify's replacer for events that carry fences (bigints). */
+function bigintsAsText(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? value.toString() : value;
+}
