@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { LockLostError, LockReleasedError, LockTimeoutError, ManagerClosedError, type Lock, type LockManager } from '../../src/index.js';
 import { CLIENT_KINDS, delay } from '../support/harness.js';
 import { NODE_COUNTS, readyManager, settle, uniqueResource, within, withNodeSets } from '../lock-manager/helpers.js';
+import { toJsonLine } from '../../src/cli/output.js';
 import { abortReason, expectInvalidWithoutTraffic, expectWrongType, keyOf, Occupancy, OPTIONS, withNodesDown } from './helpers.js';
 
 const CALLERS = 12;
@@ -182,7 +183,7 @@ withNodeSets('semaphore', NODE_COUNTS, (env, nodeCount) => {
     const reported: string[] = [];
     const since = performance.now();
     const note = (what: string) => (e: object) =>
-      reported.push(`${(performance.now() - since).toFixed(1)} ms ${what} ${JSON.stringify(e, bigintsAsText).slice(0, 300)}`);
+      reported.push(`${(performance.now() - since).toFixed(1)} ms ${what} ${toJsonLine(e).slice(0, 300)}`);
     for (const event of ['nodeError', 'nodeQuarantined', 'released', 'retry'] as const) locks.on(event, note(event));
     {
       await using permit = await sem.acquire();
@@ -260,8 +261,3 @@ withNodeSets('semaphore', NODE_COUNTS, (env, nodeCount) => {
     });
   }
 });
-
-/** JSON.stringify's replacer for events that carry fences (bigints). */
-function bigintsAsText(_key: string, value: unknown): unknown {
-  return typeof value === 'bigint' ? value.toString() : value;
-}
