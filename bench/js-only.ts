@@ -11,13 +11,15 @@
 // figure: the median of 5 chunks of `pairs` / 5 after them.
 //
 //   npm run build && node --import tsx bench/js-only.ts [dir] [pairs] [--nodes N]
+import { resolve } from 'node:path';
 import { nodesArg, standIn } from './stand-in.js';
 
 const argv = process.argv.slice(2);
 const NODES = nodesArg(argv);
-const nodesAt = argv.indexOf('--nodes');
-const positional = argv.filter((a, i) => !a.startsWith('--') && (nodesAt < 0 || i !== nodesAt + 1));
-const dir = positional[0] ?? new URL('..', import.meta.url).pathname;
+// The tree and the pair count: what is neither a flag nor the value after --nodes.
+const positional = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--nodes');
+// A relative tree is the caller's (the current directory's), not this file's.
+const dir = positional[0] === undefined ? new URL('..', import.meta.url).pathname : resolve(positional[0]);
 const PAIRS = Number(positional[1] ?? 200_000);
 const { LockManager } = (await import(`${dir}/dist/esm/index.js`)) as typeof import('../src/index.js');
 
