@@ -162,12 +162,17 @@ export class Lock implements AsyncDisposable, Timed {
 
   /**
    * @internal A grant dated from before a hand-over (redis/handed-grant.ts) is valid for less than its ttl:
-   * one extension to its ttl, at once and in the background. A refusal loses the lock, as any failed
-   * extension does; one that only met node errors leaves the shorter validity, which auto-extension, a
-   * watch or the caller's own extend() then takes care of as usual.
+   * one extension to its ttl, in the background. A refusal loses the lock, as any failed extension does; one
+   * that only met node errors leaves the shorter validity, which auto-extension, a watch or the caller's own
+   * extend() then takes care of as usual.
+   *
+   * It starts after the caller's own continuation (setImmediate), not in the acquire's turn: the extension is
+   * batched per node (extend-batch.ts) in a microtask that would run ahead of the caller's, and the caller would
+   * start its work only once that script call was built and written (about 0.1 ms of a cross-process hand-over
+   * in W4, docs/benchmarks.md). Until then the lock counts the validity it was granted with.
    */
   topUp(): void {
-    this.#serialized(() => this.#extend(this.#grant.ttl, false)).catch(() => undefined);
+    setImmediate(() => void this.#serialized(() => this.#extend(this.#grant.ttl, false)).catch(() => undefined));
   }
 
   /** Extensions run one at a time: a later one must not be overtaken by an earlier one's reply. */

@@ -341,7 +341,8 @@ export class Redlock implements NodeSet {
    * `queue.marks`, judged as an acquire round's replies (decide) with the validity a handed key has:
    * `validFor` ms (what the queued attempt that dates it left of our place) from that date. The grant keeps its `ttl`, and is
    * provisional until the lock extends it to that. Undefined when the grants cannot be dated, or leave less
-   * than half of `validFor`: the waiter confirms with an attempt instead.
+   * than half of `validFor`: the waiter confirms with an attempt instead. The common case (clearHanded) is
+   * decided at once, without a promise; only a round judged in full (decide) may have to wait for the nodes.
    */
   takeHanded(
     resources: readonly string[],
@@ -350,14 +351,14 @@ export class Redlock implements NodeSet {
     validFor: number,
     grants: ReadonlyArray<string | undefined>,
     queue: QueueOptions,
-  ): Promise<Attempt> | undefined {
+  ): Attempt | Promise<Attempt> | undefined {
     const parsed = grants.map((text, i) => (text === undefined ? undefined : this.parsed(i, text)));
     const dated = queue.marks?.roundOf(parsed, this.nodes.length, this.quorum);
     if (!dated || dated.start + validFor / 2 - driftOf(validFor, this.options.driftFactor) <= monotonicNow()) return undefined;
     for (const [i, reply] of parsed.entries()) if (reply) this.noted(i, reply);
     const round = { resources, keys: this.keys(resources), token, ttl: validFor, ...dated };
     const clear = this.clearHanded(round, queue);
-    if (clear) return Promise.resolve({ kind: 'acquired', grant: { ...clear, ttl }, provisional: true });
+    if (clear) return { kind: 'acquired', grant: { ...clear, ttl }, provisional: true };
     return Promise.resolve(this.decide(round, queue)).then((attempt) =>
       attempt.kind === 'acquired' ? { kind: 'acquired', grant: { ...attempt.grant, ttl }, provisional: true } : attempt,
     );

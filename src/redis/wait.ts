@@ -242,7 +242,8 @@ class MutexWait {
     // Woken by a release of this process (the shortcut), its attempt right behind that release is the faster way.
     const handed = grants && !shortcut && this.#takeHandedGrant(grants);
     if (handed) {
-      const taken = await handed;
+      // Decided here and now in the common case (no promise, no guard): the caller's lock is one reaction away.
+      const taken = handed instanceof Promise ? await handed : handed;
       if (taken.kind === 'acquired') return taken;
     }
     let attempt = await this.#round(!this.opts.fair && reason === 'notified');
@@ -254,7 +255,7 @@ class MutexWait {
   // Helpers of the steps above.
 
   /** Step 4 without a round (takeHanded above): the releases that named us granted us the lock, each grant dated (handed-grant.ts). */
-  #takeHandedGrant(grants: ReadonlyArray<string | undefined>): Promise<Attempt> | undefined {
+  #takeHandedGrant(grants: ReadonlyArray<string | undefined>): Attempt | Promise<Attempt> | undefined {
     // A handed key's lease is what was left of our place: the queue lease from the attempt that dates it. A ttl
     // shorter than that is confirmed by an attempt instead: a holder frozen before its top-up lands would
     // otherwise keep the key for the queue lease, longer than its own ttl would.
@@ -263,8 +264,16 @@ class MutexWait {
     const taken = this.redlock.takeHanded(this.resources, this.#token, this.opts.ttl, validFor, grants, this.#queue);
     if (!taken) return undefined;
     this.#attempts++;
-    this.#inFlight = taken;
-    return guard(this.redlock, taken, this.signal);
+    if (taken instanceof Promise) {
+      this.#inFlight = taken;
+      return guard(this.redlock, taken, this.signal);
+    }
+    // Nothing is on its way: only an abort already signalled stops it (the grant goes back, as guard would do).
+    if (this.signal?.aborted) {
+      if (taken.kind === 'acquired') void (taken.grant.ops ?? this.redlock).release(taken.grant);
+      throw this.signal.reason;
+    }
+    return taken;
   }
 
   #takeHanded(handed: Promise<Attempt | undefined>): Promise<Attempt | undefined> {

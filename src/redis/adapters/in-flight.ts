@@ -54,10 +54,20 @@ export class InFlight {
     return () => void (pending.withdrawn = true);
   }
 
+  /**
+   * A slot for a request about to be sent, when one is free (counted as taken: match it with one `leave()`);
+   * false when the request must wait in line (`enter`). The common case without a call back into the request.
+   */
+  take(): boolean {
+    if (this.#active >= this.#slots()) return false;
+    this.#active++;
+    return true;
+  }
+
   /** A request that had a slot settled (answered, failed or timed out): the next one in the backlog may go. */
   leave(): void {
     this.#active--;
-    this.#pump();
+    if (this.#backlog.length > 0) this.#pump();
   }
 
   /** The node answered something: it is alive, whatever its backlog. */
