@@ -1,4 +1,5 @@
 import type { RedisNode } from './adapters/index.js';
+import { onAbort } from './abort-listeners.js';
 
 /** Called with the index of the node a notification came from, and its payload. */
 type Listener = (node: number, message: string) => void;
@@ -198,21 +199,24 @@ export class Wakeup {
     this.only = only;
     if (this.ready()) return Promise.resolve('notified');
     return new Promise((resolve, reject) => {
+      let stopListening: (() => void) | undefined;
       const done = (how: 'notified' | 'timer'): void => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        stopListening?.();
         this.wake = undefined;
         resolve(how);
       };
-      const onAbort = (): void => {
+      const aborted = (): void => {
         clearTimeout(timer);
         this.wake = undefined;
         reject(signal?.reason);
       };
       const timer = setTimeout(() => done('timer'), Math.max(0, ms));
       this.wake = () => done('notified');
-      if (signal?.aborted) return onAbort();
-      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal?.aborted) return aborted();
+      // Shared per signal (abort-listeners.ts): every waiter listens on the manager's closing signal, and an
+      // EventTarget listener of its own costs a walk of the signal's listeners to add and again to remove.
+      if (signal) stopListening = onAbort(signal, aborted);
     });
   }
 }

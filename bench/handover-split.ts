@@ -1,0 +1,121 @@
+// Diagnostic only, not a benchmark: W4's hand-overs split by where the next holder was. P fresh worker processes
+// (default 4) with 4 callers each contend for one key on local nodes started here, holding it 1 ms, as W4 does,
+// for `seconds` (default 6). Each hand-over is judged from the holds' times, on the machine-wide clock:
+//
+//   same process   the release granted this process's next caller (its reply carries the grant: local-queue.ts)
+//   other process  the release granted another process's waiter, whose 'retry' event marks when it woke on the
+//                  grant's message; from then to its acquire resolving is that process's own work
+//
+// Printed: acquisitions/s, the gap p50 (release() called to the next acquire resolved) of each kind, the woken →
+// held p50, and the gap's tail. `dir`: a tree with a build (default: this one), so two builds can be compared
+// (docs/benchmarks.md, "A hand-over's caller before its background work").
+//
+//   npm run build && node --import tsx bench/handover-split.ts [dir] [seconds] [--nodes N] [--processes P]
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startRedisNode } from '../src/testing/index.js';
+import { percentile } from './stats.js';
+import { nodesArg } from './stand-in.js';
+
+const CALLERS = 4;
+const HOLD_MS = 1;
+const WARMUP_PAIRS = 200;
+const now = (): number => performance.timeOrigin + performance.now();
+
+/** One hold: when its acquire resolved, when release() was called, and when its caller last woke ('retry', 0: never). */
+type Hold = [acquiredAt: number, releasedAt: number, wokeAt: number];
+
+async function worker(dir: string, urls: string[], startAt: number, endAt: number, index: number): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const { LockManager } = (await import(`${dir}/dist/esm/index.js`)) as typeof import('../src/index.js');
+  const clients = urls.map((url) => new Redis(url));
+  // The bench's settings (bench/libraries/fencelock.ts).
+  const locks = new LockManager(clients, {
+    ttl: 10_000,
+    acquireTimeout: 10_000,
+    nodeTimeout: 200,
+    driftFactor: 0.01,
+    retry: { minDelay: 10, maxDelay: 100, factor: 2, jitter: 'full' },
+  });
+  for (let i = 0; i < WARMUP_PAIRS; i++) await (await locks.acquire(`warm-up:${index}:${i}`)).release();
+  // Callers of one process take turns, so the last wake-up before an acquire resolves is that caller's.
+  let wokeAt = 0;
+  locks.on('retry', () => (wokeAt = now()));
+  const holds: Hold[] = [];
+  await sleep(startAt - now());
+  await Promise.all(
+    Array.from({ length: CALLERS }, async () => {
+      while (now() < endAt) {
+        wokeAt = 0;
+        const lock = await locks.acquire('handover-split');
+        const acquiredAt = now();
+        const woke = wokeAt;
+        await sleep(HOLD_MS);
+        holds.push([acquiredAt, now(), woke]);
+        await lock.release();
+      }
+    }),
+  );
+  process.stdout.write(JSON.stringify(holds));
+  await locks.close();
+  for (const c of clients) c.disconnect();
+}
+
+function spawnWorker(args: string[]): Promise<Hold[]> {
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', new URL(import.meta.url).pathname, '--worker', ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    child.on('exit', (code) => (code === 0 ? done(JSON.parse(out) as Hold[]) : fail(new Error(`worker exited with ${code}`))));
+  });
+}
+
+const argv = process.argv.slice(2);
+if (argv[0] === '--worker') {
+  const [, dir, urls, startAt, endAt, index] = argv as [string, string, string, string, string, string];
+  await worker(dir, urls.split(','), Number(startAt), Number(endAt), Number(index));
+} else {
+  const NODES = nodesArg(argv);
+  const at = argv.indexOf('--processes');
+  const PROCESSES = at >= 0 ? Number(argv[at + 1]) : 4;
+  const positional = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--nodes' && argv[i - 1] !== '--processes');
+  const dir = positional[0] === undefined ? new URL('..', import.meta.url).pathname : resolve(positional[0]);
+  const seconds = Number(positional[1] ?? 6);
+  const nodes = await Promise.all(Array.from({ length: NODES }, () => startRedisNode()));
+  try {
+    // Time enough for every worker to start and warm up before the window opens.
+    const startAt = now() + 3_000;
+    const endAt = startAt + seconds * 1_000;
+    const urls = nodes.map((n) => n.url).join(',');
+    const byProcess = await Promise.all(
+      Array.from({ length: PROCESSES }, (_, i) => spawnWorker([dir, urls, String(startAt), String(endAt), String(i)])),
+    );
+    const holds = byProcess.flatMap((hs, p) => hs.map((h) => ({ p, acquiredAt: h[0], releasedAt: h[1], wokeAt: h[2] })));
+    holds.sort((a, b) => a.acquiredAt - b.acquiredAt);
+    const same: number[] = [];
+    const other: number[] = [];
+    const wokenToHeld: number[] = [];
+    for (let i = 1; i < holds.length; i++) {
+      const prev = holds[i - 1] as (typeof holds)[number];
+      const cur = holds[i] as (typeof holds)[number];
+      const gap = cur.acquiredAt - prev.releasedAt;
+      if (cur.p === prev.p) same.push(gap);
+      else {
+        other.push(gap);
+        if (cur.wokeAt > prev.releasedAt) wokenToHeld.push(cur.acquiredAt - cur.wokeAt);
+      }
+    }
+    const all = [...same, ...other];
+    const ms = (xs: number[], p = 50): string => (xs.length === 0 ? '-' : (percentile(xs, p) as number).toFixed(3));
+    console.log(
+      `${dir}, ${NODES} node(s), ${PROCESSES} processes × ${CALLERS} callers, ${seconds} s: ${(holds.length / seconds).toFixed(0)} acquisitions/s; ` +
+        `gap p50 ${ms(all)} ms (p99 ${ms(all, 99)}); same process ${ms(same)} (${same.length}), ` +
+        `other process ${ms(other)} (${other.length}), of which woken → held ${ms(wokenToHeld)}`,
+    );
+  } finally {
+    await Promise.all(nodes.map((n) => n.stop()));
+  }
+}
