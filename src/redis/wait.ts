@@ -270,7 +270,7 @@ class MutexWait {
     }
     // Nothing is on its way: only an abort already signalled stops it (the grant goes back, as guard would do).
     if (this.signal?.aborted) {
-      if (taken.kind === 'acquired') void (taken.grant.ops ?? this.redlock).release(taken.grant);
+      giveBack(this.redlock, taken);
       throw this.signal.reason;
     }
     return taken;
@@ -380,12 +380,7 @@ export function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal
     const aborted = (): void => {
       reject(signal.reason);
       work.then(
-        (value) => {
-          if ((value as Attempt | undefined)?.kind === 'acquired') {
-            const { grant } = value as Extract<Attempt, { kind: 'acquired' }>;
-            void (grant.ops ?? redlock).release(grant);
-          }
-        },
+        (value) => giveBack(redlock, value as Attempt | undefined),
         () => undefined,
       );
     };
@@ -403,4 +398,9 @@ export function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal
       },
     );
   });
+}
+
+/** A lock an abandoned attempt won after all (its caller gave up: an abort) is released at once. */
+function giveBack(redlock: Redlock, attempt: Attempt | undefined): void {
+  if (attempt?.kind === 'acquired') void (attempt.grant.ops ?? redlock).release(attempt.grant);
 }

@@ -43,8 +43,7 @@ export class InFlight {
    * object rather than two closures: every request of a node passes through here.
    */
   enter(request: Slotted): () => void {
-    if (this.#active < this.#slots()) {
-      this.#active++;
+    if (this.take()) {
       if (!request.start()) this.#active--;
       return noop;
     }

@@ -240,11 +240,8 @@ class Request<T> implements Deadline, Slotted {
 
   /** Handed to the client through the gate: its timeout counts from now. */
   #send(): void {
-    const sentAt = performance.now();
-    this.#sentAt = sentAt;
-    this.at = sentAt + this.timeoutMs;
-    this.#timed = true;
-    this.node.deadlines.track(this);
+    this.#sentAt = performance.now();
+    this.#track(this.#sentAt + this.timeoutMs);
     this.#go();
   }
 
@@ -303,12 +300,9 @@ class Request<T> implements Deadline, Slotted {
   }
 
   readonly #answered = (value: T): void => {
-    const node = this.node;
-    if (this.gated) {
-      node.lastHeard = performance.now();
-      node.inFlight.answered();
-    }
+    this.#heard();
     if (!this.#settle()) return;
+    const node = this.node;
     // Progress: an answer to a request we still waited for (a late answer to one we gave up on is not).
     if (this.#sentAt !== undefined) node.lastProgress = performance.now();
     node.lastError = undefined; // it answered: whatever went wrong before is over
