@@ -7,10 +7,11 @@
 //   npm run build && node --import tsx bench/functions-per-pair.ts [--nodes N] [--list]
 import { Session } from 'node:inspector/promises';
 import type { LockManager as Manager } from '../src/index.js';
-import { nodesArg, standIn } from './stand-in.js';
+import { numberOption } from './diagnostic-args.js';
+import { standIn } from './stand-in.js';
 
 const argv = process.argv.slice(2);
-const NODES = nodesArg(argv);
+const NODES = numberOption(argv, '--nodes', 1);
 const PAIRS = 100;
 /** The built package, as users get it (a non-literal specifier: its types are src/'s). */
 const entry: string = '../dist/esm/index.js';

@@ -13,12 +13,12 @@
 import { Redis } from 'ioredis';
 import type { LockManager as Manager } from '../src/index.js';
 import { startRedisNode } from '../src/testing/index.js';
+import { numberOption } from './diagnostic-args.js';
 import { percentile } from './stats.js';
 
 const { LockManager } = (await import('../dist/esm/index.js' as string)) as typeof import('../src/index.js');
 const argv = process.argv.slice(2);
-const nodesAt = argv.indexOf('--nodes');
-const NODES = nodesAt >= 0 ? Number(argv[nodesAt + 1]) : 1;
+const NODES = numberOption(argv, '--nodes', 1);
 const ITER = Number(process.env.ITER ?? 400);
 const IDLE_MS = 3;
 

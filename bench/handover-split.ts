@@ -15,12 +15,13 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startRedisNode } from '../src/testing/index.js';
+import { ACQUIRE_TIMEOUT, DRIFT_FACTOR, NODE_TIMEOUT, PROFILES, TTL } from './config.js';
+import { numberOption, positionals } from './diagnostic-args.js';
+import { settings } from './libraries/fencelock.js';
 import { percentile } from './stats.js';
-import { nodesArg } from './stand-in.js';
 
-const CALLERS = 4;
-const HOLD_MS = 1;
-const WARMUP_PAIRS = 200;
+const { callersPerProcess: CALLERS, holdMs: HOLD_MS } = PROFILES.full.w4;
+const WARMUP_PAIRS = PROFILES.full.warmupPairs;
 const now = (): number => performance.timeOrigin + performance.now();
 
 /** One hold: when its acquire resolved, when release() was called, and when its caller last woke ('retry', 0: never). */
@@ -32,11 +33,11 @@ async function worker(dir: string, urls: string[], startAt: number, endAt: numbe
   const clients = urls.map((url) => new Redis(url));
   // The bench's settings (bench/libraries/fencelock.ts).
   const locks = new LockManager(clients, {
-    ttl: 10_000,
-    acquireTimeout: 10_000,
-    nodeTimeout: 200,
-    driftFactor: 0.01,
-    retry: { minDelay: 10, maxDelay: 100, factor: 2, jitter: 'full' },
+    ttl: TTL,
+    acquireTimeout: ACQUIRE_TIMEOUT,
+    nodeTimeout: NODE_TIMEOUT,
+    driftFactor: DRIFT_FACTOR,
+    retry: settings.retry,
   });
   for (let i = 0; i < WARMUP_PAIRS; i++) await (await locks.acquire(`warm-up:${index}:${i}`)).release();
   // Callers of one process take turns, so the last wake-up before an acquire resolves is that caller's.
@@ -78,10 +79,9 @@ if (argv[0] === '--worker') {
   const [, dir, urls, startAt, endAt, index] = argv as [string, string, string, string, string, string];
   await worker(dir, urls.split(','), Number(startAt), Number(endAt), Number(index));
 } else {
-  const NODES = nodesArg(argv);
-  const at = argv.indexOf('--processes');
-  const PROCESSES = at >= 0 ? Number(argv[at + 1]) : 4;
-  const positional = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--nodes' && argv[i - 1] !== '--processes');
+  const NODES = numberOption(argv, '--nodes', 1);
+  const PROCESSES = numberOption(argv, '--processes', PROFILES.full.w4.processes);
+  const positional = positionals(argv, ['--nodes', '--processes']);
   const dir = positional[0] === undefined ? new URL('..', import.meta.url).pathname : resolve(positional[0]);
   const seconds = Number(positional[1] ?? 6);
   const nodes = await Promise.all(Array.from({ length: NODES }, () => startRedisNode()));

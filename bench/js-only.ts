@@ -12,12 +12,13 @@
 //
 //   npm run build && node --import tsx bench/js-only.ts [dir] [pairs] [--nodes N]
 import { resolve } from 'node:path';
-import { nodesArg, standIn } from './stand-in.js';
+import { numberOption, positionals } from './diagnostic-args.js';
+import { standIn } from './stand-in.js';
 
 const argv = process.argv.slice(2);
-const NODES = nodesArg(argv);
-// The tree and the pair count: what is neither a flag nor the value after --nodes.
-const positional = argv.filter((a, i) => !a.startsWith('--') && argv[i - 1] !== '--nodes');
+const NODES = numberOption(argv, '--nodes', 1);
+// The tree and the pair count.
+const positional = positionals(argv, ['--nodes']);
 // A relative tree is the caller's (the current directory's), not this file's.
 const dir = positional[0] === undefined ? new URL('..', import.meta.url).pathname : resolve(positional[0]);
 const PAIRS = Number(positional[1] ?? 200_000);

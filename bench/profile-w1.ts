@@ -15,14 +15,14 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { LockManager as Manager } from '../src/index.js';
 import { startRedisNode } from '../src/testing/index.js';
+import { numberOption } from './diagnostic-args.js';
 
 const argv = process.argv.slice(2);
 // --previous: the previous release (bench/previous.ts) instead of this build, for a before/after in one minute.
 const PREVIOUS = argv.includes('--previous');
 const entry = PREVIOUS ? (await import('./previous.js')).previousEntry() : '../dist/esm/index.js';
 const { LockManager } = (await import(entry)) as typeof import('../src/index.js');
-const callersAt = argv.indexOf('--callers');
-const CALLERS = callersAt >= 0 ? Number(argv[callersAt + 1]) : 1;
+const CALLERS = numberOption(argv, '--callers', 1);
 const FLOOR = argv.includes('--floor');
 // --protocol: fencelock's own two scripts, sent straight with ioredis: what its JavaScript adds is the rest.
 const PROTOCOL = argv.includes('--protocol');
@@ -30,8 +30,7 @@ const PAIRS = Number(process.env.PAIRS ?? 20_000);
 const WARMUP = Number(process.env.WARMUP ?? 3_000);
 const SAME_KEY = argv.includes('--same-key');
 // --nodes N: fencelock over N local nodes (Redlock; the design table's shape is `--nodes 3 --callers 50`).
-const nodesAt = argv.indexOf('--nodes');
-const NODES = nodesAt >= 0 ? Number(argv[nodesAt + 1]) : 1;
+const NODES = numberOption(argv, '--nodes', 1);
 const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
 const nodes = await Promise.all(Array.from({ length: NODES }, () => startRedisNode()));

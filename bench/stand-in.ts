@@ -23,9 +23,3 @@ export function standIn(port: number): object {
   };
   return client;
 }
-
-/** `--nodes N` from the command line (default 1). */
-export function nodesArg(argv: readonly string[]): number {
-  const at = argv.indexOf('--nodes');
-  return at >= 0 ? Number(argv[at + 1]) : 1;
-}
