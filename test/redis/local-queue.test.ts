@@ -252,21 +252,27 @@ withNodeSets('local queue', [1, 3], (env) => {
       const holder = await other.acquire(resource);
       // a's first attempt, and the one it makes once subscribed (wait.ts), both done before the release.
       const start = await scriptCalls(admin);
-      const a = locks.acquire(resource, { ttl: 30_000 });
+      // The caller's own work, in the continuation of its acquire (the test's own awaits below may come a turn
+      // later, after the top-up went out): taken up from the grant (no round of its own), the lock counts the
+      // handed key's validity, not 30 s, until its top-up goes out; a synchronous stretch longer than that
+      // validity (a bounded busy wait) comes first.
+      const a = locks.acquire(resource, { ttl: 30_000 }).then((lock) => {
+        const handed = lock.remaining();
+        if (handed <= 2_400) {
+          const until = performance.now() + handed + 300;
+          while (performance.now() < until);
+        }
+        return { lock, handed };
+      });
       await eventually(async () => (await scriptCalls(admin)).every((n, i) => n - (start[i] as number) >= 2), 5000);
       await holder.release();
-      const lock = await within(a, 3000, 'a');
-      // Taken up from the grant (no round of its own): until its top-up goes out, the handed key's validity, not 30 s.
-      const handed = lock.remaining();
+      const { lock, handed } = await within(a, 6000, 'a');
       if (handed <= 2_400) taken = { resource, lock, handed };
       else await lock.release();
     }
     assert.ok(taken, 'a took a handed grant up without a round in one of three tries');
     const { resource, lock: lockA, handed } = taken;
     assert.ok(handed > 0, `a's handed validity: ${handed} ms`);
-    // The caller's own work comes first: a synchronous stretch longer than that validity (a bounded busy wait).
-    const until = performance.now() + handed + 300;
-    while (performance.now() < until);
     await eventually(() => lost.length === 1, 3000);
     assert.deepEqual(lost, [[resource]]);
     assert.ok(!lockA.isValid() && lockA.signal.aborted, 'the lock says it is lost');
