@@ -630,7 +630,7 @@ export class Redlock implements NodeSet {
    * The release that grants this process's next caller the lock where it arrived before every waiter queued
    * on a node, and elsewhere takes its place in that node's queue (release.lua): a hand-over inside the process
    * costs no round of its own, and neither does the caller's place in line behind another process's waiter.
-   * The replies are judged as an acquire round's (decide), sent at this release's send time: it came before
+   * The replies are judged as an acquire round's (handedAtQuorum), sent at this release's send time: it came before
    * every grant the release wrote (the lease's date), and before every grant handed later to a place it took
    * (its "queued" replies are noted for handed-grant.ts). Anything else (our key was gone, a node error, a
    * round that failed) leaves the caller to its own round, which takes a key holding its token as its own
@@ -644,38 +644,79 @@ export class Redlock implements NodeSet {
     const hint = this.countersDiffer && this.fenceHint > grant.fence ? this.fenceHint : grant.fence;
     const wantAge = this.health.wantAge(start) ? '1' : '0';
     const args = [token, hint.toString(), successor.token, successor.ticket, String(successor.ttl), wantAge, String(successor.lease)];
-    const replies = Promise.all(
-      this.nodes.map((node, i) =>
-        node.run(scripts.release, [(keys[0] as ResourceKeys).lock, this.markerFor(i, keys)], args, this.options.nodeTimeout).then(
-          (reply) => reply,
-          (error: Error) => error,
-        ),
+    const outcomes = this.nodes.map((node, i) =>
+      node.run(scripts.release, [(keys[0] as ResourceKeys).lock, this.markerFor(i, keys)], args, this.options.nodeTimeout).then(
+        (reply) => reply,
+        (error: Error) => error,
       ),
     );
-    successor.handed(
-      replies.then((outcomes) => {
-        const answers: AcquireReply[] = [];
-        for (const [i, outcome] of outcomes.entries()) {
-          // A node error is the release's to report (below), once; the caller's own round meets it again.
-          if (typeof outcome !== 'string') return undefined;
-          const reply = this.noted(i, this.parsed(i, outcome));
-          if (reply.kind === 'held') successor.marks.note(i, start, reply);
-          answers.push(reply);
-        }
-        const round = { resources, keys, token: successor.token, ttl: successor.ttl, start, replies: answers };
-        const queued = { fair: true, ticket: successor.ticket, lease: successor.lease };
-        return Promise.resolve(this.decide(round, queued)).then((attempt) =>
-          attempt.kind === 'acquired' || attempt.kind === 'busy' ? attempt : undefined,
-        );
-      }),
-    );
-    return replies.then((outcomes) => {
+    successor.handed(this.handedAtQuorum(outcomes, { resources, keys, token: successor.token, ttl: successor.ttl, start }, successor));
+    return Promise.all(outcomes).then((outcomes) => {
       let released = 0;
       for (const [i, outcome] of outcomes.entries()) {
         if (outcome instanceof Error) this.reportNodeError(this.nodes[i] as RedisNode, outcome, 'release', resources);
         else if (typeof outcome === 'string' || Number(outcome) > 0) released++;
       }
       return { released, nodes: this.nodes.length };
+    });
+  }
+
+  /**
+   * What a release did for this process's next caller (releaseTo), decided as firstClear decides a first
+   * attempt: once the replies heard so far are a clear grant to it (agreedGrant), it has the lock, and a slow
+   * node delays no hand-over. Else, once every node has answered, the replies are judged in full (decide): the
+   * lock, or its places taken in line (busy). Undefined when some node's release handed it nothing (our key
+   * was gone there, or an error: the release reports that one): the caller makes its own round.
+   * Replies heard after the grant are a first attempt's late ones (lateReply), except that a node where the
+   * release queued the caller behind another process's waiter keeps its place there: it leaves that queue in
+   * the background, as judgeRound's winner does.
+   */
+  private handedAtQuorum(
+    outcomes: ReadonlyArray<Promise<unknown>>,
+    round: Omit<HeardReplies, 'replies'>,
+    successor: Successor,
+  ): Promise<Attempt | undefined> {
+    const queued = { fair: true, ticket: successor.ticket, lease: successor.lease };
+    return new Promise((resolve) => {
+      const replies: Array<AcquireReply | undefined> = new Array<AcquireReply | undefined>(outcomes.length).fill(undefined);
+      const heardSoFar: HeardReplies = { ...round, replies };
+      let heard = 0;
+      let handedNothing = false;
+      let grant: Grant | undefined;
+      let unclear = false;
+      const allHeard = (): void => {
+        if (grant) {
+          // Judged for their effects alone (epochs, quarantines, repairs); a node error is the release's to report.
+          if (unclear && !handedNothing) this.judged(heardSoFar as RoundReplies, []);
+          return;
+        }
+        if (handedNothing) return resolve(undefined);
+        void Promise.resolve(this.decide(heardSoFar as RoundReplies, queued)).then((attempt) =>
+          resolve(attempt.kind === 'acquired' || attempt.kind === 'busy' ? attempt : undefined),
+        );
+      };
+      for (let i = 0; i < outcomes.length; i++) {
+        (outcomes[i] as Promise<unknown>).then((outcome) => {
+          heard++;
+          const reply = typeof outcome === 'string' ? this.noted(i, this.parsed(i, outcome)) : undefined;
+          if (reply === undefined) handedNothing = true;
+          else {
+            replies[i] = reply;
+            if (reply.kind === 'held') successor.marks.note(i, round.start, reply);
+            if (grant && !this.lateReply(i, reply, grant, round)) {
+              unclear = true;
+              if (reply.kind === 'held') this.background(dequeue(this, round.resources, round.token, false, [i]));
+            }
+          }
+          if (heard === outcomes.length) return allHeard();
+          if (grant || handedNothing || heard < this.quorum || reply?.kind !== 'granted') return;
+          const clear = this.agreedGrant(heardSoFar);
+          if (clear === undefined || clear === 'fences differ') return;
+          grant = clear;
+          this.countersDiffer = false;
+          resolve({ kind: 'acquired', grant });
+        });
+      }
     });
   }
 }

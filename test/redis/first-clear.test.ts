@@ -1,11 +1,11 @@
-// A first attempt on several nodes is decided by the replies heard first (redlock.ts firstClear): once a quorum of
+// A first attempt on several nodes (and a release's hand-over inside the process) is decided by the replies heard first (redlock.ts firstClear): once a quorum of
 // trusted nodes granted with one fence, the acquire resolves, and the other nodes' replies are heard after it
 // (lateReply). Here one node's client holds back the acquire script (fixtures/held-back.ts), so its reply comes
 // last by construction.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { LockManager, type NodeErrorEvent } from '../../src/index.js';
+import { LockManager, type Lock, type NodeErrorEvent } from '../../src/index.js';
 import { startRedisNodes } from '../../src/testing/index.js';
 import { scripts } from '../../src/redis/scripts/index.js';
 import { eventually } from '../support/harness.js';
@@ -13,6 +13,9 @@ import { holdBack } from './fixtures/held-back.js';
 
 const HELD_BACK_MS = 400;
 const MARKER = 'fencelock:{node}:epoch';
+const LOCK = (resource: string): string => `fencelock:{${resource}}:lock`;
+const QUEUE = (resource: string): string => `fencelock:{${resource}}:queue`;
+const nodeUrl = (client: Redis): string => `redis://${client.options.host ?? '127.0.0.1'}:${String(client.options.port)}`;
 
 const counterOf = async (admin: Redis): Promise<bigint> => BigInt((await admin.hget(MARKER, 'fence')) ?? '0');
 
@@ -125,6 +128,102 @@ describe('a first attempt decided by the quorum heard first', () => {
       await eventually(async () => (await counterOf(admin[2] as Redis)) >= lock.fence, 2_000);
       assert.equal(await (admin[2] as Redis).hget(MARKER, 'trusted'), '0', 'raised, not marked trusted (that is a repair’s to do)');
       await lock.release();
+    });
+  });
+});
+
+// The same for a release that hands the lock to this process's next caller (redlock.ts releaseTo,
+// handedAtQuorum): that caller holds the lock once a quorum's releases granted it, whatever a slow node does.
+describe('a release’s hand-over to this process’s next caller, decided by the quorum heard first', () => {
+  /**
+   * holder's lock, and the caller of the same process parked behind it (local-queue.ts) until its release: it
+   * joined the line while holder was still acquiring (a caller arriving once the line is gone starts one of its own).
+   */
+  async function holderAndNext(locks: LockManager, resource: string): Promise<{ holder: Lock; next: Promise<Lock> }> {
+    const first = locks.acquire(resource);
+    const next = locks.acquire(resource);
+    return { holder: await first, next };
+  }
+
+  test('a slow node delays no hand-over; it grants the same caller a moment later, and the release takes it back', async () => {
+    await withNodes(async (clients, admin, locks) => {
+      const { holder, next } = await holderAndNext(locks, 'handed');
+      const slow = holdBack(clients[2] as Redis, scripts.release, HELD_BACK_MS);
+      const started = performance.now();
+      const released = holder.release();
+      const lock = await next;
+      const took = performance.now() - started;
+      assert.ok(took < HELD_BACK_MS, `the next caller held the lock after ${took.toFixed(0)} ms, before the slow node answered`);
+      // A round of its own would have issued a fence above the one the holder's release issued.
+      assert.equal(lock.fence, holder.fence + 1n, `granted by the release: fence ${lock.fence}`);
+      assert.equal(await (admin[2] as Redis).get(LOCK('handed')), holder.value, 'the slow node had not run the release yet');
+      assert.deepEqual(await released, { released: 3, nodes: 3 }, 'the release reports all three nodes, the slow one included');
+      assert.equal(await (admin[2] as Redis).get(LOCK('handed')), lock.value, 'then it granted the same caller');
+      slow.on = false;
+      assert.deepEqual(await lock.release(), { released: 3, nodes: 3 });
+      for (const a of admin) assert.equal(await a.exists(LOCK('handed')), 0);
+    });
+  });
+
+  test('a slow node that queued the caller behind another waiter sees it leave that queue once it holds the lock', async () => {
+    await withNodes(async (clients, admin, locks) => {
+      const urls = clients.map(nodeUrl);
+      // Another process holds the lock; in line at the nodes: a (this process), then w (yet another process,
+      // on node 2 alone); s waits in a's process, behind a. a's release then grants s the lock on nodes 0 and 1,
+      // and on node 2 hands the key to w, which arrived before s, and queues s behind it.
+      const holding = new LockManager(urls, { ttl: 10_000, nodeTimeout: 2_000 });
+      const elsewhere = new LockManager([urls[2] as string], { ttl: 10_000, nodeTimeout: 2_000 });
+      try {
+        const holder = await holding.acquire('queued-late');
+        const a = locks.acquire('queued-late');
+        await eventually(async () => (await Promise.all(admin.map((x) => x.zcard(QUEUE('queued-late'))))).every((n) => n === 1), 3_000);
+        const w = elsewhere.acquire('queued-late');
+        await eventually(async () => (await (admin[2] as Redis).zcard(QUEUE('queued-late'))) === 2, 3_000);
+        const s = locks.acquire('queued-late');
+        await holder.release();
+        const lockA = await a;
+        const slow = holdBack(clients[2] as Redis, scripts.release, HELD_BACK_MS);
+        const started = performance.now();
+        const released = lockA.release();
+        const lockS = await s;
+        const took = performance.now() - started;
+        assert.ok(took < HELD_BACK_MS, `s held the lock after ${took.toFixed(0)} ms, before the slow node answered`);
+        assert.equal(lockS.fence, lockA.fence + 1n, `granted by the releases of nodes 0 and 1: fence ${lockS.fence}`);
+        assert.deepEqual(await released, { released: 3, nodes: 3 });
+        slow.on = false;
+        const lockW = await w;
+        assert.equal(await (admin[2] as Redis).get(LOCK('queued-late')), lockW.value, 'node 2 went to w, queued there before s');
+        // Without leaving, s would stand first in line on node 2 until its place lapsed, ahead of every later waiter.
+        await eventually(async () => (await (admin[2] as Redis).zcard(QUEUE('queued-late'))) === 0, 3_000);
+        assert.ok(lockS.isValid(), 's still holds the lock');
+        assert.deepEqual(await lockS.release(), { released: 2, nodes: 3 }, 'its keys were on nodes 0 and 1');
+        await lockW.release();
+      } finally {
+        await Promise.all([holding.close(), elsewhere.close()]);
+      }
+    });
+  });
+
+  test('a late node error is the release’s, reported once', async () => {
+    await withNodes(async (clients, _admin, locks) => {
+      const errors: NodeErrorEvent[] = [];
+      locks.on('nodeError', (e) => errors.push(e));
+      const { holder, next } = await holderAndNext(locks, 'handed-error');
+      const slow = holdBack(clients[2] as Redis, scripts.release, HELD_BACK_MS);
+      slow.fail = true;
+      const released = holder.release();
+      const lock = await next;
+      assert.equal(errors.length, 0, 'the next caller held the lock before the slow node answered');
+      assert.deepEqual(await released, { released: 2, nodes: 3 });
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(
+        errors.map((e) => e.operation),
+        ['release'],
+        'one node error, of the release',
+      );
+      slow.on = false;
+      await lock.release();
+      assert.equal(errors.length, 1, 'reported once');
     });
   });
 });
