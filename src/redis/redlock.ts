@@ -470,43 +470,69 @@ export class Redlock implements NodeSet {
   }
 
   /**
-   * One first attempt's replies, decided as soon as they can be: the round's grant once the replies heard so far
-   * make a clear one (agreedGrant: a quorum of trusted grants with one fence, none in quarantine, validity
-   * left), else every reply once all are in, for decide. A slow node then delays no acquire: the quorum is
-   * what Redlock counts, and the fence agreed by a quorum is above every earlier holder's (their quorum
-   * overlaps ours). The rest are heard after (lateReply); once all are in, a round with a late reply the clear
-   * path would not have taken is judged as judgeRound judges one (judge.ts: errors reported, epochs recorded,
-   * quarantines announced, repairs scheduled), for those effects alone. Only an attempt that queues nowhere:
-   * a "held" reply heard late then took no place in a queue that would need leaving.
+   * One first attempt's replies, decided as soon as they can be (atFirstQuorum): the round's grant once the
+   * replies heard so far make a clear one, else every reply once all are in, for decide. A slow node then delays
+   * no acquire: the quorum is what Redlock counts, and the fence agreed by a quorum is above every earlier
+   * holder's (their quorum overlaps ours). Only an attempt that queues nowhere: a "held" reply heard late then
+   * took no place in a queue that would need leaving.
    */
   private firstClear(asked: ReadonlyArray<Promise<AcquireReply>>, round: Omit<HeardReplies, 'replies'>): Promise<AcquireReply[] | Attempt> {
-    return new Promise((resolve) => {
-      const replies: Array<AcquireReply | undefined> = new Array<AcquireReply | undefined>(asked.length).fill(undefined);
-      // One round object for every look at it: `replies` fills in as the nodes answer.
-      const heardSoFar: HeardReplies = { ...round, replies };
-      let heard = 0;
-      let grant: Grant | undefined;
-      let unclear = false;
-      for (let i = 0; i < asked.length; i++) {
-        (asked[i] as Promise<AcquireReply>).then((reply) => {
-          heard++;
-          replies[i] = reply;
-          if (grant) {
-            if (!this.lateReply(i, reply, grant, round)) unclear = true;
-            // Every node has answered now: no reply is undefined any more.
-            if (heard === asked.length && unclear) this.judged(heardSoFar as RoundReplies, []);
-            return;
+    return new Promise((resolve) =>
+      this.atFirstQuorum(asked, round, sameReply, (decided) =>
+        resolve(Array.isArray(decided) ? (decided as AcquireReply[]) : { kind: 'acquired', grant: decided }),
+      ),
+    );
+  }
+
+  /**
+   * The replies of one request sent to every node (`asked`, each made an acquire reply by `toReply`, undefined
+   * for a node that gave none), decided as soon as they can be: `decided` gets the grant once the replies heard
+   * so far make a clear one (agreedGrant), else every reply once all are in. The rest are heard after the grant
+   * (lateReply); `lateHeld(i)` for a late "held" (node i put the caller in its queue: a place to leave). Once all
+   * are in, a round with a late reply the clear path would not have taken is judged as judgeRound judges one
+   * (judge.ts: errors reported, epochs recorded, quarantines announced, repairs scheduled), for those effects
+   * alone; not when some node gave no reply (its error is the caller's to report). For firstClear and
+   * handedAtQuorum.
+   */
+  private atFirstQuorum<T>(
+    asked: ReadonlyArray<Promise<T>>,
+    round: Omit<HeardReplies, 'replies'>,
+    toReply: (i: number, value: T) => AcquireReply | undefined,
+    decided: (outcome: Grant | Array<AcquireReply | undefined>) => void,
+    lateHeld?: (i: number) => void,
+  ): void {
+    const replies: Array<AcquireReply | undefined> = new Array<AcquireReply | undefined>(asked.length).fill(undefined);
+    // One round object for every look at it: `replies` fills in as the nodes answer.
+    const heardSoFar: HeardReplies = { ...round, replies };
+    let heard = 0;
+    let grant: Grant | undefined;
+    let unclear = false;
+    let missing = false;
+    for (let i = 0; i < asked.length; i++) {
+      (asked[i] as Promise<T>).then((value) => {
+        heard++;
+        const reply = toReply(i, value);
+        replies[i] = reply;
+        if (reply === undefined) missing = true;
+        if (grant) {
+          if (reply && !this.lateReply(i, reply, grant, round)) {
+            unclear = true;
+            if (reply.kind === 'held') lateHeld?.(i);
           }
-          if (heard === asked.length) return resolve(replies as AcquireReply[]);
-          if (heard < this.quorum || reply.kind !== 'granted') return;
-          const clear = this.agreedGrant(heardSoFar);
-          if (clear === undefined || clear === 'fences differ') return;
-          grant = clear;
-          this.countersDiffer = false;
-          resolve({ kind: 'acquired', grant });
-        });
-      }
-    });
+          // Every node has answered now: no reply is undefined any more, unless a node gave none.
+          if (heard === asked.length && unclear && !missing) this.judged(heardSoFar as RoundReplies, []);
+          return;
+        }
+        if (heard === asked.length) return decided(replies);
+        // As with any reply but a grant heard first (agreedGrant), a node that gave none leaves the round to decide.
+        if (missing || heard < this.quorum || reply?.kind !== 'granted') return;
+        const clear = this.agreedGrant(heardSoFar);
+        if (clear === undefined || clear === 'fences differ') return;
+        grant = clear;
+        this.countersDiffer = false;
+        decided(grant);
+      });
+    }
   }
 
   /**
@@ -663,13 +689,12 @@ export class Redlock implements NodeSet {
 
   /**
    * What a release did for this process's next caller (releaseTo), decided as firstClear decides a first
-   * attempt: once the replies heard so far are a clear grant to it (agreedGrant), it has the lock, and a slow
+   * attempt (atFirstQuorum): once the replies heard so far are a clear grant to it, it has the lock, and a slow
    * node delays no hand-over. Else, once every node has answered, the replies are judged in full (decide): the
-   * lock, or its places taken in line (busy). Undefined when some node's release handed it nothing (our key
-   * was gone there, or an error: the release reports that one): the caller makes its own round.
-   * Replies heard after the grant are a first attempt's late ones (lateReply), except that a node where the
-   * release queued the caller behind another process's waiter keeps its place there: it leaves that queue in
-   * the background, as judgeRound's winner does.
+   * lock, or its places taken in line (busy). Undefined when some node's release handed it nothing before a
+   * grant was clear (our key was gone there, or an error: the release reports that one): the caller makes its
+   * own round. A node that queued it behind another process's waiter, heard after the grant, keeps its place there:
+   * it leaves that queue in the background, as judgeRound's winner does.
    */
   private handedAtQuorum(
     outcomes: ReadonlyArray<Promise<unknown>>,
@@ -677,47 +702,28 @@ export class Redlock implements NodeSet {
     successor: Successor,
   ): Promise<Attempt | undefined> {
     const queued = { fair: true, ticket: successor.ticket, lease: successor.lease };
-    return new Promise((resolve) => {
-      const replies: Array<AcquireReply | undefined> = new Array<AcquireReply | undefined>(outcomes.length).fill(undefined);
-      const heardSoFar: HeardReplies = { ...round, replies };
-      let heard = 0;
-      let handedNothing = false;
-      let grant: Grant | undefined;
-      let unclear = false;
-      const allHeard = (): void => {
-        if (grant) {
-          // Judged for their effects alone (epochs, quarantines, repairs); a node error is the release's to report.
-          if (unclear && !handedNothing) this.judged(heardSoFar as RoundReplies, []);
-          return;
-        }
-        if (handedNothing) return resolve(undefined);
-        void Promise.resolve(this.decide(heardSoFar as RoundReplies, queued)).then((attempt) =>
-          resolve(attempt.kind === 'acquired' || attempt.kind === 'busy' ? attempt : undefined),
-        );
-      };
-      for (let i = 0; i < outcomes.length; i++) {
-        (outcomes[i] as Promise<unknown>).then((outcome) => {
-          heard++;
-          const reply = typeof outcome === 'string' ? this.noted(i, this.parsed(i, outcome)) : undefined;
-          if (reply === undefined) handedNothing = true;
-          else {
-            replies[i] = reply;
-            if (reply.kind === 'held') successor.marks.note(i, round.start, reply);
-            if (grant && !this.lateReply(i, reply, grant, round)) {
-              unclear = true;
-              if (reply.kind === 'held') this.background(dequeue(this, round.resources, round.token, false, [i]));
-            }
-          }
-          if (heard === outcomes.length) return allHeard();
-          if (grant || handedNothing || heard < this.quorum || reply?.kind !== 'granted') return;
-          const clear = this.agreedGrant(heardSoFar);
-          if (clear === undefined || clear === 'fences differ') return;
-          grant = clear;
-          this.countersDiffer = false;
-          resolve({ kind: 'acquired', grant });
-        });
-      }
-    });
+    const toReply = (i: number, outcome: unknown): AcquireReply | undefined => {
+      if (typeof outcome !== 'string') return undefined;
+      const reply = this.noted(i, this.parsed(i, outcome));
+      if (reply.kind === 'held') successor.marks.note(i, round.start, reply);
+      return reply;
+    };
+    const leave = (i: number): void => this.background(dequeue(this, round.resources, round.token, false, [i]));
+    return new Promise((resolve) =>
+      this.atFirstQuorum(
+        outcomes,
+        round,
+        toReply,
+        (decided) => {
+          if (!Array.isArray(decided)) return resolve({ kind: 'acquired', grant: decided });
+          if (decided.includes(undefined)) return resolve(undefined);
+          void Promise.resolve(this.decide({ ...round, replies: decided as AcquireReply[] }, queued)).then((attempt) =>
+            resolve(attempt.kind === 'acquired' || attempt.kind === 'busy' ? attempt : undefined),
+          );
+        },
+        leave,
+      ),
+    );
   }
 }
 
@@ -739,6 +745,9 @@ export function acquireArgs(token: string, ttl: number, queue: QueueOptions, wan
 function stateArgs(wantAge: boolean, hint: bigint | undefined): [string, string] {
   return [hint === undefined ? '' : hint.toString(), wantAge ? '1' : '0'];
 }
+
+/** firstClear's replies as they come (atFirstQuorum's toReply). */
+const sameReply = (_i: number, reply: AcquireReply): AcquireReply => reply;
 
 /** The single-instance lock's round: its one reply as the round's list (cheaper than a Promise.all of one). */
 const oneReply = (reply: AcquireReply): AcquireReply[] => [reply];
