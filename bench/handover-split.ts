@@ -7,11 +7,15 @@
 //                  grant's message; from then to its acquire resolving is that process's own work
 //
 // Printed: acquisitions/s, the gap p50 (release() called to the next acquire resolved) of each kind, the woken →
-// held p50, and the gap's tail. `dir`: a tree with a build (default: this one), so two builds can be compared
+// held p50, and the gap's tail. With `--timeline`, each worker also notes when its sockets were last written to
+// (Node's own _write/_writev, so a corked write counts when it leaves) and read from ('data'), and an
+// other-process hand-over is split further: release() called → the releaser's first socket write after it →
+// the next holder's last socket read before it woke → woken → holding. `dir`: a tree with a build (default: this one), so two builds can be compared
 // (docs/benchmarks.md, "A hand-over's caller before its background work").
 //
-//   npm run build && node --import tsx bench/handover-split.ts [dir] [seconds] [--nodes N] [--processes P]
+//   npm run build && node --import tsx bench/handover-split.ts [dir] [seconds] [--nodes N] [--processes P] [--timeline]
 import { spawn } from 'node:child_process';
+import { Socket } from 'node:net';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startRedisNode } from '../src/testing/index.js';
@@ -24,10 +28,43 @@ const { callersPerProcess: CALLERS, holdMs: HOLD_MS } = PROFILES.full.w4;
 const WARMUP_PAIRS = PROFILES.full.warmupPairs;
 const now = (): number => performance.timeOrigin + performance.now();
 
-/** One hold: when its acquire resolved, when release() was called, and when its caller last woke ('retry', 0: never). */
-type Hold = [acquiredAt: number, releasedAt: number, wokeAt: number];
+/**
+ * One hold: when its acquire resolved, when release() was called, when its caller last woke ('retry', 0: never);
+ * with --timeline, the process's first socket write after that release() and its last socket read before that
+ * wake-up (0: not noted).
+ */
+type Hold = [acquiredAt: number, releasedAt: number, wokeAt: number, writtenAt: number, readAt: number];
 
-async function worker(dir: string, urls: string[], startAt: number, endAt: number, index: number): Promise<void> {
+/** --timeline: notes the process's socket writes and reads on the machine-wide clock (see the header). */
+function noteSockets(): { lastRead: () => number; firstWriteAfter: (t: number) => void; firstWrite: () => number } {
+  let lastRead = 0;
+  let after = Infinity;
+  let firstWrite = 0;
+  const proto = Socket.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  for (const name of ['_write', '_writev']) {
+    const original = proto[name] as (...args: unknown[]) => unknown;
+    proto[name] = function (this: unknown, ...args: unknown[]): unknown {
+      if (firstWrite === 0 && after !== Infinity) firstWrite = now();
+      return original.apply(this, args as []);
+    };
+  }
+  const emit = Socket.prototype.emit;
+  Socket.prototype.emit = function (this: Socket, event: string | symbol, ...args: unknown[]): boolean {
+    if (event === 'data') lastRead = now();
+    return emit.apply(this, [event, ...args] as Parameters<typeof emit>);
+  };
+  return {
+    lastRead: () => lastRead,
+    firstWriteAfter: (t) => {
+      after = t;
+      firstWrite = 0;
+    },
+    firstWrite: () => firstWrite,
+  };
+}
+
+async function worker(dir: string, urls: string[], startAt: number, endAt: number, index: number, timeline: boolean): Promise<void> {
+  const sockets = timeline ? noteSockets() : undefined;
   const { Redis } = await import('ioredis');
   const { LockManager } = (await import(`${dir}/dist/esm/index.js`)) as typeof import('../src/index.js');
   const clients = urls.map((url) => new Redis(url));
@@ -42,19 +79,28 @@ async function worker(dir: string, urls: string[], startAt: number, endAt: numbe
   for (let i = 0; i < WARMUP_PAIRS; i++) await (await locks.acquire(`warm-up:${index}:${i}`)).release();
   // Callers of one process take turns, so the last wake-up before an acquire resolves is that caller's.
   let wokeAt = 0;
-  locks.on('retry', () => (wokeAt = now()));
+  let readAt = 0;
+  locks.on('retry', () => {
+    wokeAt = now();
+    readAt = sockets?.lastRead() ?? 0;
+  });
   const holds: Hold[] = [];
   await sleep(startAt - now());
   await Promise.all(
     Array.from({ length: CALLERS }, async () => {
       while (now() < endAt) {
         wokeAt = 0;
+        readAt = 0;
         const lock = await locks.acquire('handover-split');
         const acquiredAt = now();
-        const woke = wokeAt;
+        const [woke, read] = [wokeAt, readAt];
         await sleep(HOLD_MS);
-        holds.push([acquiredAt, now(), woke]);
-        await lock.release();
+        const releasedAt = now();
+        sockets?.firstWriteAfter(releasedAt);
+        const released = lock.release();
+        // Written at once, or at the end of this turn (a corked socket): noted by the time the release settles.
+        await released;
+        holds.push([acquiredAt, releasedAt, woke, sockets?.firstWrite() ?? 0, read]);
       }
     }),
   );
@@ -76,12 +122,16 @@ function spawnWorker(args: string[]): Promise<Hold[]> {
 
 const argv = process.argv.slice(2);
 if (argv[0] === '--worker') {
-  const [, dir, urls, startAt, endAt, index] = argv as [string, string, string, string, string, string];
-  await worker(dir, urls.split(','), Number(startAt), Number(endAt), Number(index));
+  const [, dir, urls, startAt, endAt, index, timeline] = argv as [string, string, string, string, string, string, string];
+  await worker(dir, urls.split(','), Number(startAt), Number(endAt), Number(index), timeline === '1');
 } else {
   const NODES = numberOption(argv, '--nodes', 1);
   const PROCESSES = numberOption(argv, '--processes', PROFILES.full.w4.processes);
-  const positional = positionals(argv, ['--nodes', '--processes']);
+  const TIMELINE = argv.includes('--timeline');
+  const positional = positionals(
+    argv.filter((a) => a !== '--timeline'),
+    ['--nodes', '--processes'],
+  );
   const dir = positional[0] === undefined ? new URL('..', import.meta.url).pathname : resolve(positional[0]);
   const seconds = Number(positional[1] ?? 6);
   const nodes = await Promise.all(Array.from({ length: NODES }, () => startRedisNode()));
@@ -91,13 +141,19 @@ if (argv[0] === '--worker') {
     const endAt = startAt + seconds * 1_000;
     const urls = nodes.map((n) => n.url).join(',');
     const byProcess = await Promise.all(
-      Array.from({ length: PROCESSES }, (_, i) => spawnWorker([dir, urls, String(startAt), String(endAt), String(i)])),
+      Array.from({ length: PROCESSES }, (_, i) =>
+        spawnWorker([dir, urls, String(startAt), String(endAt), String(i), TIMELINE ? '1' : '0']),
+      ),
     );
-    const holds = byProcess.flatMap((hs, p) => hs.map((h) => ({ p, acquiredAt: h[0], releasedAt: h[1], wokeAt: h[2] })));
+    const holds = byProcess.flatMap((hs, p) =>
+      hs.map((h) => ({ p, acquiredAt: h[0], releasedAt: h[1], wokeAt: h[2], writtenAt: h[3], readAt: h[4] })),
+    );
     holds.sort((a, b) => a.acquiredAt - b.acquiredAt);
     const same: number[] = [];
     const other: number[] = [];
     const wokenToHeld: number[] = [];
+    // --timeline, other-process hand-overs whose every step was noted in order
+    const steps = { toWrite: [] as number[], toRead: [] as number[], toWake: [] as number[] };
     for (let i = 1; i < holds.length; i++) {
       const prev = holds[i - 1] as (typeof holds)[number];
       const cur = holds[i] as (typeof holds)[number];
@@ -106,6 +162,11 @@ if (argv[0] === '--worker') {
       else {
         other.push(gap);
         if (cur.wokeAt > prev.releasedAt) wokenToHeld.push(cur.acquiredAt - cur.wokeAt);
+        if (prev.releasedAt <= prev.writtenAt && prev.writtenAt <= cur.readAt && cur.readAt <= cur.wokeAt) {
+          steps.toWrite.push(prev.writtenAt - prev.releasedAt);
+          steps.toRead.push(cur.readAt - prev.writtenAt);
+          steps.toWake.push(cur.wokeAt - cur.readAt);
+        }
       }
     }
     const all = [...same, ...other];
@@ -115,6 +176,11 @@ if (argv[0] === '--worker') {
         `gap p50 ${ms(all)} ms (p99 ${ms(all, 99)}); same process ${ms(same)} (${same.length}), ` +
         `other process ${ms(other)} (${other.length}), of which woken → held ${ms(wokenToHeld)}`,
     );
+    if (TIMELINE)
+      console.log(
+        `  other process, step by step (p50 ms, ${steps.toWrite.length} hand-overs): release() → its write ${ms(steps.toWrite)}, ` +
+          `→ the next holder's read ${ms(steps.toRead)}, → woken ${ms(steps.toWake)}, → holding ${ms(wokenToHeld)}`,
+      );
   } finally {
     await Promise.all(nodes.map((n) => n.stop()));
   }
