@@ -2,7 +2,8 @@
 // round trip, with ioredis alone (no lock library). One fresh process publishes a message every 2 ms on a local
 // node (the publisher is otherwise idle, as a releasing process is); another, subscribed and otherwise idle (as a
 // waiter is), notes when each message's socket read came. Printed p50 and p99 ms: the publisher's write → the
-// subscriber's read (the machine-wide clock), and a PING round trip in one process. The floor under any
+// subscriber's read (the machine-wide clock), that read → ioredis's 'message' event (the subscriber's own work on
+// waking), and a PING round trip in one process. The floor under any
 // hand-over across processes (docs/benchmarks.md, fourteenth pass).
 //
 //   node --import tsx bench/notify-floor.ts [messages]
@@ -26,13 +27,15 @@ if (argv[0] === '--subscriber') {
   };
   const sub = new Redis(argv[1] as string);
   const delays: number[] = [];
+  const parsing: number[] = [];
   sub.on('message', (_channel: string, sentAt: string) => {
     if (sentAt === 'end') {
-      process.stdout.write(JSON.stringify(delays));
+      process.stdout.write(JSON.stringify({ delays, parsing }));
       sub.disconnect();
       return;
     }
     delays.push(readAt - Number(sentAt));
+    parsing.push(now() - readAt);
   });
   await sub.subscribe('notify-floor');
   process.stderr.write('ready\n');
@@ -59,10 +62,11 @@ if (argv[0] === '--subscriber') {
     }
     await pub.publish('notify-floor', 'end');
     await new Promise((done) => child.on('exit', done));
-    const delays = JSON.parse(out) as number[];
+    const { delays, parsing } = JSON.parse(out) as { delays: number[]; parsing: number[] };
     const ms = (xs: number[], p: number): string => (percentile(xs, p) as number).toFixed(3);
     console.log(
       `${messages} messages: publisher's write → subscriber's read p50 ${ms(delays, 50)} ms (p99 ${ms(delays, 99)}); ` +
+        `the read → ioredis's 'message' event p50 ${ms(parsing, 50)} ms; ` +
         `a PING round trip in one process p50 ${ms(trips, 50)} ms (p99 ${ms(trips, 99)})`,
     );
     pub.disconnect();
