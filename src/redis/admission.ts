@@ -22,7 +22,7 @@ import { onAbort } from './abort-listeners.js';
 import { Deadlines, type Deadline } from './adapters/deadlines.js';
 import { WaitingLine } from './adapters/waiting-line.js';
 import type { NodeAcquire } from './local-queue.js';
-import { ticketNow, type Arrival } from './wait.js';
+import { ticketAt, type Arrival } from './wait.js';
 
 /**
  * A caller waiting for its first attempt to start: its arguments and arrival, and how it gives up. It is its own
@@ -100,7 +100,7 @@ export class Admission {
     if (this.#starting < this.limit || this.degraded() || arrival?.handed) return this.#start(resources, opts, signal, onRetry, arrival);
     if (signal?.aborted) return Promise.reject(signal.reason);
     const started = arrival?.started ?? monotonicNow();
-    const ticket = arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : '');
+    const ticket = arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketAt(started) : '');
     return new Promise<WaitResult>((resolve, reject) => {
       const p = new Parked(resources, opts, signal, onRetry, started, ticket, arrival?.token, resolve, reject, this.#deadlines);
       this.#parked.push(p);
@@ -121,10 +121,12 @@ export class Admission {
     };
     // The wait (wait.ts) calls firstAttemptDone once its first attempt settled, and again as it ends (also on a
     // failure before that): no promise reaction per caller here.
+    // One clock read for the arrival's two forms: its monotonic start and its ticket.
+    const started = arrival?.started ?? monotonicNow();
     try {
       return this.nodeAcquire(resources, opts, signal, onRetry, {
-        started: arrival?.started ?? monotonicNow(),
-        ticket: arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketNow() : ''),
+        started,
+        ticket: arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketAt(started) : ''),
         token: arrival?.token,
         handed: arrival?.handed,
         marks: arrival?.marks,

@@ -22,7 +22,12 @@ export function queueLease(opts: ResolvedAcquire, nodeTimeout: number): number {
 
 /** A waiter's place in line: its arrival time, with sub-millisecond precision so that callers rarely tie. */
 export function ticketNow(): string {
-  return (performance.timeOrigin + performance.now()).toFixed(3);
+  return ticketAt(performance.now());
+}
+
+/** ticketNow for a moment already read off the monotonic clock (monotonicNow is performance.now). */
+export function ticketAt(monotonic: number): string {
+  return (performance.timeOrigin + monotonic).toFixed(3);
 }
 
 /**

@@ -132,7 +132,8 @@ export class IoredisDriver implements ClientDriver {
     const client = this.client as IoredisLike;
     const stream = client.stream;
     if (stream && typeof stream.cork === 'function') this.writeOrCork(stream);
-    return client.call(args[0] as string, ...args.slice(1));
+    // The command array as call's arguments, without a copy of its tail.
+    return (client.call as (...command: string[]) => Promise<unknown>).apply(client, args as string[]);
   }
 
   /**

@@ -63,7 +63,8 @@ export class DriverNode implements RedisNode {
     const command: string[] = first ? ['eval', script.source, String(keys.length)] : ['evalsha', script.sha, String(keys.length)];
     for (const key of keys) command.push(key);
     for (const arg of args) command.push(arg);
-    const request = new Request<unknown>(this, command, undefined, performance.now() + timeoutMs, timeoutMs, script.label, true);
+    // No deadline yet (NaN): the common case takes its timeout from the moment it is sent (Request.begin).
+    const request = new Request<unknown>(this, command, undefined, Number.NaN, timeoutMs, script.label, true);
     request.script = script;
     return request.begin();
   }
@@ -213,7 +214,7 @@ class Request<T> implements Deadline, Slotted {
       }
       return promise;
     }
-    this.#track(this.at);
+    this.#track(Number.isNaN(this.at) ? performance.now() + this.timeoutMs : this.at);
     if (state === 'ready') this.#go();
     else if (state === 'closed') this.#fail(new NodeError(node.name, `connection is closed (${this.what})`));
     else if (node.everReady && node.lastError) {
@@ -300,11 +301,12 @@ class Request<T> implements Deadline, Slotted {
   }
 
   readonly #answered = (value: T): void => {
-    this.#heard();
+    const now = performance.now();
+    this.#heard(now);
     if (!this.#settle()) return;
     const node = this.node;
     // Progress: an answer to a request we still waited for (a late answer to one we gave up on is not).
-    if (this.#sentAt !== undefined) node.lastProgress = performance.now();
+    if (this.#sentAt !== undefined) node.lastProgress = now;
     node.lastError = undefined; // it answered: whatever went wrong before is over
     this.#resolve(value);
   };
@@ -330,9 +332,9 @@ class Request<T> implements Deadline, Slotted {
   }
 
   /** An answer on the main connection: the node is alive (another connection's, the subscriber's, says nothing of it). */
-  #heard(): void {
+  #heard(now = performance.now()): void {
     if (!this.gated) return;
-    this.node.lastHeard = performance.now();
+    this.node.lastHeard = now;
     this.node.inFlight.answered();
   }
 
