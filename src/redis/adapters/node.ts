@@ -63,8 +63,7 @@ export class DriverNode implements RedisNode {
     const command: string[] = first ? ['eval', script.source, String(keys.length)] : ['evalsha', script.sha, String(keys.length)];
     for (const key of keys) command.push(key);
     for (const arg of args) command.push(arg);
-    // No deadline yet (NaN): the common case takes its timeout from the moment it is sent (Request.begin).
-    const request = new Request<unknown>(this, command, undefined, Number.NaN, timeoutMs, script.label, true);
+    const request = new Request<unknown>(this, command, undefined, timeoutMs, script.label, true);
     request.script = script;
     return request.begin();
   }
@@ -78,12 +77,12 @@ export class DriverNode implements RedisNode {
         return Promise.reject(new NodeError(this.name, 'WAIT cannot be routed to a key’s master with this Cluster client'));
       return this.driver.sendRouted(routingKey, args);
     };
-    return this.bounded(send, performance.now() + timeoutMs, timeoutMs, 'WAIT', true).then(Number);
+    return this.bounded(send, timeoutMs, 'WAIT', true).then(Number);
   }
 
   subscribe(channel: string, onMessage: (message: string) => void, requested: number): Promise<void> {
     const timeoutMs = this.allowFor(requested, requested);
-    return this.bounded(() => this.driver.subscribe(channel, onMessage), performance.now() + timeoutMs, timeoutMs, 'subscribe');
+    return this.bounded(() => this.driver.subscribe(channel, onMessage), timeoutMs, 'subscribe');
   }
 
   unsubscribe(channel: string): Promise<void> {
@@ -105,8 +104,8 @@ export class DriverNode implements RedisNode {
   }
 
   /** A request (see Request) for `send`: WAIT, subscribe. */
-  private bounded<T>(send: () => Promise<T>, deadline: number, timeoutMs: number, what: string, gated = false): Promise<T> {
-    return new Request<T>(this, undefined, send, deadline, timeoutMs, what, gated).begin();
+  private bounded<T>(send: () => Promise<T>, timeoutMs: number, what: string, gated = false): Promise<T> {
+    return new Request<T>(this, undefined, send, timeoutMs, what, gated).begin();
   }
 
   /**
@@ -164,8 +163,8 @@ export class DriverNode implements RedisNode {
  * request of ours was out for a whole timeout is unresponsive: in-flight.ts then sends one probe at a time.
  */
 class Request<T> implements Deadline, Slotted {
-  /** when the pending timer fires (Deadline); a request is tracked by at most one timer at a time */
-  at: number;
+  /** when the pending timer fires (Deadline), set whenever a timer starts tracking it (at most one at a time) */
+  at = 0;
   /** set by DriverNode.run: the script of an EVALSHA, sent as EVAL when the node answers NOSCRIPT */
   script: Script | undefined;
   #resolve!: (value: T) => void;
@@ -188,14 +187,11 @@ class Request<T> implements Deadline, Slotted {
     /** the command (run); else `send` makes the request (WAIT, subscribe) */
     private readonly command: string[] | undefined,
     private readonly send: (() => Promise<T>) | undefined,
-    deadline: number,
     private readonly timeoutMs: number,
     private readonly what: string,
     /** on the main connection, through its slots (in-flight.ts) */
     private readonly gated: boolean,
-  ) {
-    this.at = deadline;
-  }
+  ) {}
 
   begin(): Promise<T> {
     const promise = new Promise<T>((resolve, reject) => {
@@ -214,7 +210,7 @@ class Request<T> implements Deadline, Slotted {
       }
       return promise;
     }
-    this.#track(Number.isNaN(this.at) ? performance.now() + this.timeoutMs : this.at);
+    this.#track(performance.now() + this.timeoutMs);
     if (state === 'ready') this.#go();
     else if (state === 'closed') this.#fail(new NodeError(node.name, `connection is closed (${this.what})`));
     else if (node.everReady && node.lastError) {
