@@ -15,18 +15,18 @@
 //
 //   npm run build && node --import tsx bench/handover-split.ts [dir] [seconds] [--nodes N] [--processes P] [--timeline]
 import { spawn } from 'node:child_process';
-import { Socket } from 'node:net';
 import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startRedisNode } from '../src/testing/index.js';
 import { ACQUIRE_TIMEOUT, DRIFT_FACTOR, NODE_TIMEOUT, PROFILES, TTL } from './config.js';
 import { numberOption, positionals } from './diagnostic-args.js';
 import { settings } from './libraries/fencelock.js';
+import { machineNow, noteSocketTimes } from './socket-times.js';
 import { percentile } from './stats.js';
 
 const { callersPerProcess: CALLERS, holdMs: HOLD_MS } = PROFILES.full.w4;
 const WARMUP_PAIRS = PROFILES.full.warmupPairs;
-const now = (): number => performance.timeOrigin + performance.now();
+const now = machineNow;
 
 /**
  * One hold: when its acquire resolved, when release() was called, when its caller last woke ('retry', 0: never);
@@ -35,36 +35,8 @@ const now = (): number => performance.timeOrigin + performance.now();
  */
 type Hold = [acquiredAt: number, releasedAt: number, wokeAt: number, writtenAt: number, readAt: number];
 
-/** --timeline: notes the process's socket writes and reads on the machine-wide clock (see the header). */
-function noteSockets(): { lastRead: () => number; firstWriteAfter: (t: number) => void; firstWrite: () => number } {
-  let lastRead = 0;
-  let after = Infinity;
-  let firstWrite = 0;
-  const proto = Socket.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
-  for (const name of ['_write', '_writev']) {
-    const original = proto[name] as (...args: unknown[]) => unknown;
-    proto[name] = function (this: unknown, ...args: unknown[]): unknown {
-      if (firstWrite === 0 && after !== Infinity) firstWrite = now();
-      return original.apply(this, args as []);
-    };
-  }
-  const emit = Socket.prototype.emit;
-  Socket.prototype.emit = function (this: Socket, event: string | symbol, ...args: unknown[]): boolean {
-    if (event === 'data') lastRead = now();
-    return emit.apply(this, [event, ...args] as Parameters<typeof emit>);
-  };
-  return {
-    lastRead: () => lastRead,
-    firstWriteAfter: (t) => {
-      after = t;
-      firstWrite = 0;
-    },
-    firstWrite: () => firstWrite,
-  };
-}
-
 async function worker(dir: string, urls: string[], startAt: number, endAt: number, index: number, timeline: boolean): Promise<void> {
-  const sockets = timeline ? noteSockets() : undefined;
+  const sockets = timeline ? noteSocketTimes() : undefined;
   const { Redis } = await import('ioredis');
   const { LockManager } = (await import(`${dir}/dist/esm/index.js`)) as typeof import('../src/index.js');
   const clients = urls.map((url) => new Redis(url));
@@ -96,7 +68,7 @@ async function worker(dir: string, urls: string[], startAt: number, endAt: numbe
         const [woke, read] = [wokeAt, readAt];
         await sleep(HOLD_MS);
         const releasedAt = now();
-        sockets?.firstWriteAfter(releasedAt);
+        sockets?.noteNextWrite();
         const released = lock.release();
         // Written at once, or at the end of this turn (a corked socket): noted by the time the release settles.
         await released;

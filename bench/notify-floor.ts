@@ -8,23 +8,18 @@
 //
 //   node --import tsx bench/notify-floor.ts [messages]
 import { spawn } from 'node:child_process';
-import { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { startRedisNode } from '../src/testing/index.js';
+import { machineNow, noteSocketTimes } from './socket-times.js';
 import { percentile } from './stats.js';
 
-const now = (): number => performance.timeOrigin + performance.now();
+const now = machineNow;
 const argv = process.argv.slice(2);
 
 if (argv[0] === '--subscriber') {
-  // The read's time, noted before ioredis parses it.
-  let readAt = 0;
-  const emit = Socket.prototype.emit;
-  Socket.prototype.emit = function (this: Socket, event: string | symbol, ...args: unknown[]): boolean {
-    if (event === 'data') readAt = now();
-    return emit.apply(this, [event, ...args] as Parameters<typeof emit>);
-  };
+  // Each read's time, noted before ioredis parses it.
+  const sockets = noteSocketTimes();
   const sub = new Redis(argv[1] as string);
   const delays: number[] = [];
   const parsing: number[] = [];
@@ -34,6 +29,7 @@ if (argv[0] === '--subscriber') {
       sub.disconnect();
       return;
     }
+    const readAt = sockets.lastRead();
     delays.push(readAt - Number(sentAt));
     parsing.push(now() - readAt);
   });
