@@ -22,7 +22,9 @@ import { onAbort } from './abort-listeners.js';
 import { Deadlines, type Deadline } from './adapters/deadlines.js';
 import { WaitingLine } from './adapters/waiting-line.js';
 import type { NodeAcquire } from './local-queue.js';
-import { ticketAt, type Arrival } from './wait.js';
+import type { Arrival } from './wait.js';
+import type { BusyMarks } from './handed-grant.js';
+import type { Attempt } from './types.js';
 
 /**
  * A caller waiting for its first attempt to start: its arguments and arrival, and how it gives up. It is its own
@@ -33,6 +35,10 @@ class Parked implements Deadline, Arrival {
   stopListening: (() => void) | undefined = undefined;
   /** it gave up (timeout, signal) while parked: skipped when its turn comes */
   gone = false;
+  /** Deadline: the timeout timer's list's links */
+  deadlinePrev: Deadline | undefined = undefined;
+  deadlineNext: Deadline | undefined = undefined;
+  deadlinePending = false;
 
   constructor(
     readonly resources: readonly string[],
@@ -40,7 +46,8 @@ class Parked implements Deadline, Arrival {
     readonly signal: AbortSignal | undefined,
     readonly onRetry: (info: RetryInfo) => void,
     readonly started: number,
-    readonly ticket: string,
+    /** its place in line when it brought one (else read off `started` when it queues: wait.ts ticketOf) */
+    readonly ticket: string | undefined,
     /** the owner token chosen for it before it got here (wait.ts Arrival.token) */
     readonly token: string | undefined,
     readonly resolve: (result: WaitResult) => void,
@@ -100,9 +107,8 @@ export class Admission {
     if (this.#starting < this.limit || this.degraded() || arrival?.handed) return this.#start(resources, opts, signal, onRetry, arrival);
     if (signal?.aborted) return Promise.reject(signal.reason);
     const started = arrival?.started ?? monotonicNow();
-    const ticket = arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketAt(started) : '');
     return new Promise<WaitResult>((resolve, reject) => {
-      const p = new Parked(resources, opts, signal, onRetry, started, ticket, arrival?.token, resolve, reject, this.#deadlines);
+      const p = new Parked(resources, opts, signal, onRetry, started, arrival?.ticket, arrival?.token, resolve, reject, this.#deadlines);
       this.#parked.push(p);
       // A single attempt (timeout 0) has no time to run out: it waits for its one attempt.
       if (opts.timeout > 0 && opts.timeout <= MAX_TIMER_MS) this.#deadlines.track(p);
@@ -110,32 +116,30 @@ export class Admission {
     });
   };
 
-  #start(...[resources, opts, signal, onRetry, arrival]: Parameters<NodeAcquire>): Promise<WaitResult> {
+  #start(
+    resources: readonly string[],
+    opts: ResolvedAcquire,
+    signal: AbortSignal | undefined,
+    onRetry: (info: RetryInfo) => void,
+    arrival: Arrival | undefined,
+  ): Promise<WaitResult> {
     this.#starting++;
-    let holding = true;
-    const done = (): void => {
-      if (!holding) return;
-      holding = false;
-      this.#starting--;
-      this.#pump();
-    };
     // The wait (wait.ts) calls firstAttemptDone once its first attempt settled, and again as it ends (also on a
-    // failure before that): no promise reaction per caller here.
-    // One clock read for the arrival's two forms: its monotonic start and its ticket.
-    const started = arrival?.started ?? monotonicNow();
+    // failure before that): no promise reaction per caller here. The caller's ticket is left to be read off its
+    // start when it queues (wait.ts ticketOf): the uncontended acquire never needs it.
+    const admitted = new Admitted(this, arrival);
     try {
-      return this.nodeAcquire(resources, opts, signal, onRetry, {
-        started,
-        ticket: arrival?.ticket ?? (opts.fair && opts.timeout > 0 ? ticketAt(started) : ''),
-        token: arrival?.token,
-        handed: arrival?.handed,
-        marks: arrival?.marks,
-        firstAttemptDone: done,
-      });
+      return this.nodeAcquire(resources, opts, signal, onRetry, admitted);
     } catch (error) {
-      done();
+      admitted.firstAttemptDone();
       return Promise.reject(error);
     }
+  }
+
+  /** @internal An admitted caller's first attempt settled (or its call ended): its slot goes to the next. */
+  slotFreed(): void {
+    this.#starting--;
+    this.#pump();
   }
 
   #pump(): void {
@@ -145,6 +149,37 @@ export class Admission {
       p.stopWaiting();
       this.#start(p.resources, p.opts, p.signal, p.onRetry, p).then(p.resolve, p.reject);
     }
+  }
+}
+
+/**
+ * The arrival a caller goes to the nodes with (wait.ts Arrival): what it brought (a caller that waited in its
+ * process, or parked here), its start, and its admission slot, freed once (firstAttemptDone). One object per
+ * caller, with no closure.
+ */
+class Admitted implements Arrival {
+  readonly started: number;
+  readonly ticket: string | undefined;
+  readonly token: string | undefined;
+  readonly handed: Promise<Attempt | undefined> | undefined;
+  readonly marks: BusyMarks | undefined;
+  #holding = true;
+
+  constructor(
+    private readonly admission: Admission,
+    arrival: Arrival | undefined,
+  ) {
+    this.started = arrival?.started ?? monotonicNow();
+    this.ticket = arrival?.ticket;
+    this.token = arrival?.token;
+    this.handed = arrival?.handed;
+    this.marks = arrival?.marks;
+  }
+
+  firstAttemptDone(): void {
+    if (!this.#holding) return;
+    this.#holding = false;
+    this.admission.slotFreed();
   }
 }
 

@@ -115,7 +115,7 @@ export async function raiseFence(redlock: NodeSet, grant: Grant, fence: bigint):
  */
 export interface Successor {
   readonly token: string;
-  /** its arrival (wait.ts ticketNow) */
+  /** its arrival (wait.ts ticketAt) */
   readonly ticket: string;
   /** the ttl it asked for */
   readonly ttl: number;

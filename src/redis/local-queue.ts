@@ -11,7 +11,7 @@ import type { ResolvedAcquire } from '../options.js';
 import type { ReleaseNotifications } from './notifications.js';
 import type { Redlock } from './redlock.js';
 import { onAbort } from './abort-listeners.js';
-import { queueLease, ticketNow, type Arrival } from './wait.js';
+import { queueLease, ticketOf, type Arrival } from './wait.js';
 import { BusyMarks } from './handed-grant.js';
 import type { Successor } from './lease.js';
 import type { Attempt } from './types.js';
@@ -97,7 +97,7 @@ export class LocalQueues {
         opts,
         signal,
         onRetry,
-        arrival: { started: monotonicNow(), ticket: opts.fair ? ticketNow() : '' },
+        arrival: { started: monotonicNow() },
         resolve,
         reject,
         timer: undefined,
@@ -146,7 +146,7 @@ export class LocalQueues {
     arrival.token ??= newToken();
     return {
       token: arrival.token,
-      ticket: arrival.ticket,
+      ticket: ticketOf(arrival),
       ttl: next.opts.ttl,
       lease: queueLease(next.opts, nodeTimeout),
       marks: (arrival.marks ??= new BusyMarks()),

@@ -20,12 +20,10 @@ export function queueLease(opts: ResolvedAcquire, nodeTimeout: number): number {
   return 2 * opts.retry.maxDelay + 4 * nodeTimeout;
 }
 
-/** A waiter's place in line: its arrival time, with sub-millisecond precision so that callers rarely tie. */
-export function ticketNow(): string {
-  return ticketAt(performance.now());
-}
-
-/** ticketNow for a moment already read off the monotonic clock (monotonicNow is performance.now). */
+/**
+ * A waiter's place in line: its arrival time (`monotonic`, read off monotonicNow, which is performance.now), as
+ * wall-clock ms with sub-millisecond precision so that callers rarely tie.
+ */
 export function ticketAt(monotonic: number): string {
   return (performance.timeOrigin + monotonic).toFixed(3);
 }
@@ -37,8 +35,8 @@ export function ticketAt(monotonic: number): string {
 export interface Arrival {
   /** monotonic ms */
   readonly started: number;
-  /** see ticketNow */
-  readonly ticket: string;
+  /** see ticketAt; undefined: read off `started` when the caller queues (ticketOf), which the uncontended acquire never does */
+  readonly ticket?: string;
   /**
    * The owner token it will use at the nodes, when chosen before it got there: a release by this process
    * granted it the lock under this token (local-queue.ts successor, release.lua).
@@ -52,7 +50,12 @@ export interface Arrival {
    * called once the first attempt has settled: the caller's admission slot (admission.ts) goes to the next; called
    * again when the call ends (also when it failed before its first attempt settled), so it must be idempotent
    */
-  readonly firstAttemptDone?: () => void;
+  firstAttemptDone?(): void;
+}
+
+/** The caller's place in line: the ticket it brought, or its start's (the same moment, read once). */
+export function ticketOf(arrival: Arrival): string {
+  return arrival.ticket ?? ticketAt(arrival.started);
 }
 
 /**
@@ -105,7 +108,8 @@ class MutexWait {
   readonly #deadline: number;
   /** false for a single attempt (timeout 0) */
   readonly #waits: boolean;
-  readonly #queue: QueueOptions;
+  /** built when the caller first needs a place in line (#queue): the uncontended acquire never does */
+  #queued: QueueOptions | undefined;
   /** the attempt still on its way (we leave the queues only after it, since it may still add us) */
   #inFlight: Promise<unknown> | undefined;
   #attempts = 0;
@@ -114,10 +118,11 @@ class MutexWait {
   #channels: string[] | undefined;
   /** fair single-resource waits: a release by this process may wake us at once (LocalWaiters) */
   readonly #handoff: string | undefined;
-  /** frees the caller's admission slot (admission.ts) once the first attempt has settled */
-  readonly #firstAttemptDone: (() => void) | undefined;
-  /** a release by this process granted us the lock: its outcome is our first attempt (local-queue.ts successor) */
-  readonly #handed: Promise<Attempt | undefined> | undefined;
+  /**
+   * how the caller came (local-queue.ts, admission.ts): its ticket and marks when it brought them, the outcome
+   * of a release that granted it the lock (`handed`), and its admission slot, freed once the first attempt settled
+   */
+  readonly #arrival: Arrival | undefined;
 
   constructor(
     private readonly redlock: Redlock,
@@ -132,35 +137,53 @@ class MutexWait {
     this.#started = arrival?.started ?? monotonicNow();
     this.#deadline = this.#started + opts.timeout;
     this.#waits = opts.timeout > 0;
-    this.#queue = {
+    this.#handoff = opts.fair && resources.length === 1 ? (resources[0] as string) : undefined;
+    this.#arrival = arrival;
+  }
+
+  /** How the caller's attempts stand in the nodes' queues (built once, when first needed). */
+  get #queue(): QueueOptions {
+    if (this.#queued) return this.#queued;
+    const { opts, resources } = this;
+    const waits = this.#waits;
+    const arrival = this.#arrival;
+    this.#queued = {
       // A single attempt (tryAcquire, timeout 0) does not queue, so it does not defer to the queue either: the
       // contract's tryAcquire is null only while another owner holds the lock (a dead waiter at the head of the
       // line must not make a free lock look taken).
-      fair: opts.fair && this.#waits,
-      ticket: this.#waits && opts.fair ? (arrival?.ticket ?? ticketNow()) : '',
-      lease: queueLease(opts, redlock.options.nodeTimeout),
-      watch: !opts.fair && this.#waits,
+      fair: opts.fair && waits,
+      // The caller's arrival: the moment it started, here or in its process's line (local-queue.ts).
+      ticket: waits && opts.fair ? (arrival ? ticketOf(arrival) : ticketAt(this.#started)) : '',
+      lease: this.#lease(),
+      watch: !opts.fair && waits,
       // A fair one-resource waiter dates the grants releases hand it from its queued attempts (handed-grant.ts).
-      marks: opts.fair && this.#waits && resources.length === 1 ? (arrival?.marks ?? new BusyMarks()) : undefined,
+      marks: opts.fair && waits && resources.length === 1 ? (arrival?.marks ?? new BusyMarks()) : undefined,
     };
-    this.#handoff = opts.fair && resources.length === 1 ? (resources[0] as string) : undefined;
-    this.#firstAttemptDone = arrival?.firstAttemptDone;
-    this.#handed = arrival?.handed;
+    return this.#queued;
+  }
+
+  /** What a first attempt that takes no place in line asks for (tryOnly of #queue), without building #queue. */
+  #bareTry(): QueueOptions {
+    return { fair: this.opts.fair && this.#waits, ticket: '', lease: this.#lease() };
+  }
+
+  #lease(): number {
+    return queueLease(this.opts, this.redlock.options.nodeTimeout);
   }
 
   run(): Promise<WaitResult> {
     // Already subscribed in this process (others wait here too): listen before the first attempt, so that
     // no release between the attempt and the wait can slip by, and no extra attempt is needed.
     if (this.#waits && this.notifications.watching && this.notifications.isReady(this.#channelNames())) this.#listen();
-    if (this.#handed || this.#watch) return this.#wait(undefined);
+    if (this.#arrival?.handed || this.#watch) return this.#wait(undefined);
     // Nobody waits for it in this process (not listening yet): the first round is a bare try, whose request is
     // token and ttl alone (redlock.ts acquireArgs). Busy, it takes no place in line; the attempt that follows
     // the subscription at once (subscribedLate below) does, with the ticket of our arrival. Granted (the
     // uncontended acquire), the call ends here, without entering the wait loop's async frame.
-    return this.#round(false, tryOnly(this.#queue)).then(
+    return this.#round(false, this.#bareTry()).then(
       (first) => {
         if (first.kind !== 'acquired') return this.#wait(first);
-        this.#firstAttemptDone?.();
+        this.#arrival?.firstAttemptDone?.();
         return this.#result(first.grant);
       },
       (error: unknown) => this.#wait(new FirstRoundFailed(error)),
@@ -172,9 +195,10 @@ class MutexWait {
     try {
       if (first instanceof FirstRoundFailed) throw first.error;
       const bare = this.#watch ? this.#queue : tryOnly(this.#queue);
-      let last = first ?? ((this.#handed && (await this.#takeHanded(this.#handed))) || (await this.#round(false, bare)));
+      const handed = this.#arrival?.handed;
+      let last = first ?? ((handed && (await this.#takeHanded(handed))) || (await this.#round(false, bare)));
       if (this.#nodesFailed(last)) last = await this.#round(false, bare);
-      this.#firstAttemptDone?.();
+      this.#arrival?.firstAttemptDone?.();
       if (last.kind === 'acquired') return this.#result(last.grant);
       this.#stopUnlessWaiting(last);
       // Not subscribed before the attempt: a release may have slipped in before the subscription took,
@@ -201,7 +225,7 @@ class MutexWait {
       throw error;
     } finally {
       // Also when the first attempt threw: the caller's admission slot goes to the next caller (idempotent).
-      this.#firstAttemptDone?.();
+      this.#arrival?.firstAttemptDone?.();
       this.#watch?.stop();
       if (this.#handoff && this.#wakeup) this.redlock.localWaiters.remove(this.#handoff, this.#wakeup);
     }
