@@ -401,17 +401,15 @@ function throwIfNoQuorum(attempt: Attempt, resources: readonly string[]): void {
 /**
  * Rejects at once when the signal aborts, without waiting for the network.
  * Whatever the abandoned promise still produces is cleaned up: a lock it
- * acquires is released.
+ * acquires is released. Both are the manager's background work (Redlock.background),
+ * so close(), whose abort this may be, waits for them before it closes the connections.
  */
 export function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return work;
   return new Promise<T>((resolve, reject) => {
     const aborted = (): void => {
       reject(signal.reason);
-      work.then(
-        (value) => giveBack(redlock, value as Attempt | undefined),
-        () => undefined,
-      );
+      redlock.background(work.then((value) => giveBack(redlock, value as Attempt | undefined)));
     };
     if (signal.aborted) return aborted();
     // Shared per signal (abort-listeners.ts): thousands of callers guard against the manager's one closing signal.
@@ -429,7 +427,10 @@ export function guard<T>(redlock: Redlock, work: Promise<T>, signal: AbortSignal
   });
 }
 
-/** A lock an abandoned attempt won after all (its caller gave up: an abort) is released at once. */
+/**
+ * A lock an abandoned attempt won after all (its caller gave up: an abort) is released at once, in the background
+ * (close() waits for it: a manager closing must not leave such a lock on the nodes for its ttl).
+ */
 function giveBack(redlock: Redlock, attempt: Attempt | undefined): void {
-  if (attempt?.kind === 'acquired') void (attempt.grant.ops ?? redlock).release(attempt.grant);
+  if (attempt?.kind === 'acquired') redlock.background((attempt.grant.ops ?? redlock).release(attempt.grant));
 }
