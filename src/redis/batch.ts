@@ -1,6 +1,7 @@
 import type { RedisNode, Script } from './adapters/index.js';
 import { NodeError } from '../errors.js';
 import { scripts } from './scripts/index.js';
+import { atTurnEnd, type TurnEnd } from './adapters/turn-end.js';
 
 /** The scripts batch.lua runs, by the tag it knows each by. */
 const TAGS = new Map<Script, string>([
@@ -37,17 +38,13 @@ interface Pending {
  * own answer and its own error, and their order on the connection is kept: any other request to the node first
  * sends what is waiting.
  */
-export class BatchingNode implements RedisNode {
+export class BatchingNode implements RedisNode, TurnEnd {
   readonly name: string;
   readonly isCluster = false;
   readonly canWaitForReplicas: boolean;
   #pending: Pending[] = [];
   /** a turn is on: its first request has left, and its end (which sends what is still waiting) is scheduled */
   #turnEnds = false;
-  readonly #endTurn = (): void => {
-    this.#turnEnds = false;
-    this.#flush();
-  };
 
   constructor(private readonly node: RedisNode) {
     this.name = node.name;
@@ -74,7 +71,8 @@ export class BatchingNode implements RedisNode {
     }
     if (!this.#turnEnds) {
       this.#turnEnds = true;
-      process.nextTick(this.#endTurn);
+      // Before the request goes down to the driver: this turn end comes before the driver's (turn-end.ts).
+      atTurnEnd(this);
       return this.node.run(script, keys, args, timeoutMs, firstConnectMs);
     }
     return new Promise((resolve, reject) => {
@@ -99,6 +97,12 @@ export class BatchingNode implements RedisNode {
   close(): Promise<void> {
     this.#flush();
     return this.node.close();
+  }
+
+  /** @internal TurnEnd: the turn's first request has left; the ones held back since go now. */
+  endTurn(): void {
+    this.#turnEnds = false;
+    this.#flush();
   }
 
   /** Sends what is waiting: one request as its own script, several as one batch.lua call. */

@@ -1,4 +1,5 @@
 import type { ClientDriver } from './types.js';
+import { atTurnEnd, type TurnEnd } from './turn-end.js';
 
 /** The parts of an ioredis `Redis` or `Cluster` we use (structural, so ioredis stays an optional peer). */
 export interface IoredisLike {
@@ -58,7 +59,7 @@ export function ioredisName(client: IoredisLike): string {
  * ioredis driver. The client may arrive later (created from a URL after a
  * dynamic import), so every use goes through `current`.
  */
-export class IoredisDriver implements ClientDriver {
+export class IoredisDriver implements ClientDriver, TurnEnd {
   readonly isCluster: boolean;
   private client: IoredisLike | undefined;
   private subscriber: IoredisLike | undefined;
@@ -150,7 +151,7 @@ export class IoredisDriver implements ClientDriver {
    */
   private writeOrCork(stream: Corkable): void {
     if (this.sentThisTurn === 0) {
-      process.nextTick(this.endTurn);
+      atTurnEnd(this);
       if (this.severalLastTurn) this.cork(stream);
     } else if (this.corked === 0) this.cork(stream);
     else if (this.corked >= CORK_BATCH) {
@@ -167,7 +168,8 @@ export class IoredisDriver implements ClientDriver {
     this.corked = 1;
   }
 
-  private readonly endTurn = (): void => {
+  /** @internal TurnEnd: this turn's requests are all written or corked; the cork comes off. */
+  endTurn(): void {
     this.severalLastTurn = this.sentThisTurn > 1;
     this.sentThisTurn = 0;
     if (this.corked > 0) {
@@ -175,7 +177,7 @@ export class IoredisDriver implements ClientDriver {
       this.stream?.uncork();
     }
     this.stream = undefined;
-  };
+  }
 
   async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
     this.handlers.set(channel, onMessage);

@@ -54,7 +54,7 @@ export class DriverNode implements RedisNode {
   }
 
   run(script: Script, keys: readonly string[], args: readonly string[], requested: number, firstConnectMs = requested): Promise<unknown> {
-    const timeoutMs = this.allowFor(requested, firstConnectMs);
+    const timeoutMs = this.everReady ? requested : this.allowFor(requested, firstConnectMs);
     // The first time this node is sent a script, its body goes with it (EVAL): a new process then pays no
     // NOSCRIPT reply and second round trip. Requests sent behind it on the connection find it cached.
     const first = !this.scriptsSent.has(script);
@@ -177,8 +177,10 @@ class Request<T> implements Deadline, Slotted {
   #sentAt: number | undefined;
   /** waiting for a slot of the node's connection (in-flight.ts) */
   #waitingForSlot = false;
-  /** a timer (Deadlines) tracks it now */
-  #timed = false;
+  /** Deadline: the node's timer list's links (a timer tracks it while deadlinePending) */
+  deadlinePrev: Deadline | undefined = undefined;
+  deadlineNext: Deadline | undefined = undefined;
+  deadlinePending = false;
   /** its timer once fired late and it was given one more timeout (see #expireNow) */
   #lookedAgain = false;
 
@@ -235,11 +237,20 @@ class Request<T> implements Deadline, Slotted {
     return true;
   }
 
-  /** Handed to the client through the gate: its timeout counts from now. */
+  /**
+   * Handed to the client through the gate: its timeout counts from now. Every request on a ready connection
+   * passes here, so #track and #go are written out in line (a fresh process runs it unoptimised, once per node
+   * per round).
+   */
   #send(): void {
-    this.#sentAt = performance.now();
-    this.#track(this.#sentAt + this.timeoutMs);
-    this.#go();
+    const sentAt = performance.now();
+    this.#sentAt = sentAt;
+    this.at = sentAt + this.timeoutMs;
+    const node = this.node;
+    node.deadlines.track(this);
+    const command = this.command;
+    const sent = command ? (node.driver.send(command) as Promise<T>) : (this.send as () => Promise<T>)();
+    sent.then(this.#answered, this.#failed);
   }
 
   /** Slotted: the node stopped answering while this request waited for a slot: from now on the wait is the node's doing. */
@@ -249,7 +260,6 @@ class Request<T> implements Deadline, Slotted {
 
   /** Deadline: the timer ran out. */
   expire(): void {
-    this.#timed = false;
     if (this.#waitingForSlot) {
       // Stalled in the backlog for a whole timeout: it never started (its slot, if one comes, is passed on).
       if (this.#settle()) this.#reject(this.node.timeoutError(this.timeoutMs, this.what));
@@ -298,9 +308,13 @@ class Request<T> implements Deadline, Slotted {
 
   readonly #answered = (value: T): void => {
     const now = performance.now();
-    this.#heard(now);
-    if (!this.#settle()) return;
     const node = this.node;
+    // On the main connection the node is alive (#heard, in line: every answer passes here).
+    if (this.gated) {
+      node.lastHeard = now;
+      node.inFlight.answered();
+    }
+    if (!this.#settle()) return;
     // Progress: an answer to a request we still waited for (a late answer to one we gave up on is not).
     if (this.#sentAt !== undefined) node.lastProgress = now;
     node.lastError = undefined; // it answered: whatever went wrong before is over
@@ -338,7 +352,7 @@ class Request<T> implements Deadline, Slotted {
   #settle(): boolean {
     if (this.#done) return false;
     this.#done = true;
-    this.#untrack();
+    if (this.deadlinePending) this.node.deadlines.done(this);
     this.#stopWaiting?.();
     if (this.#sentAt !== undefined) this.node.inFlight.leave();
     return true;
@@ -346,14 +360,11 @@ class Request<T> implements Deadline, Slotted {
 
   #track(at: number): void {
     this.at = at;
-    this.#timed = true;
     this.node.deadlines.track(this);
   }
 
   #untrack(): void {
-    if (!this.#timed) return;
-    this.#timed = false;
-    this.node.deadlines.done(this);
+    if (this.deadlinePending) this.node.deadlines.done(this);
   }
 }
 

@@ -56,4 +56,20 @@ describe('Deadlines', () => {
     deadlines.add(performance.now() + 5, e.expire('second'));
     assert.deepEqual(await e.when(2), ['first', 'second']);
   });
+
+  test('an entry tracked again while pending is in the list once, with its new deadline', async () => {
+    const deadlines = new Deadlines();
+    const e = expiries(2_000);
+    const now = performance.now();
+    const entry = { at: now + 1_000, expire: e.expire('moved'), deadlinePrev: undefined, deadlineNext: undefined, deadlinePending: false };
+    deadlines.track(entry);
+    deadlines.add(now + 40, e.expire('other'));
+    entry.at = now + 10;
+    deadlines.track(entry); // moved earlier: the timer re-arms for it, and it is not listed twice
+    assert.deepEqual(await e.when(2), ['moved', 'other']);
+    assert.ok(performance.now() - now < 900, 'expired at its new deadline, not its first one');
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    assert.deepEqual(e.fired, ['moved', 'other'], 'each expired once');
+    assert.equal(deadlines.done(entry), false);
+  });
 });
