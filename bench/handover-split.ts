@@ -10,7 +10,8 @@
 // held p50, and the gap's tail. With `--timeline`, each worker also notes when its sockets were last written to
 // (Node's own _write/_writev, so a corked write counts when it leaves) and read from ('data'), and an
 // other-process hand-over is split further: release() called → the releaser's first socket write after it →
-// the next holder's last socket read before it woke → woken → holding. `dir`: a tree with a build (default: this one), so two builds can be compared
+// the next holder's last socket read before it woke → woken → holding; a same-process one: release() called → its
+// socket write → the read of the reply that granted the next caller → holding. `dir`: a tree with a build (default: this one), so two builds can be compared
 // (docs/benchmarks.md, "A hand-over's caller before its background work").
 //
 //   npm run build && node --import tsx bench/handover-split.ts [dir] [seconds] [--nodes N] [--processes P] [--timeline]
@@ -31,7 +32,7 @@ const now = machineNow;
 /**
  * One hold: when its acquire resolved, when release() was called, when its caller last woke ('retry', 0: never);
  * with --timeline, the process's first socket write after that release() and its last socket read before that
- * wake-up (0: not noted).
+ * wake-up, or before the acquire resolved when it did not wake (0: not noted).
  */
 type Hold = [acquiredAt: number, releasedAt: number, wokeAt: number, writtenAt: number, readAt: number];
 
@@ -65,7 +66,8 @@ async function worker(dir: string, urls: string[], startAt: number, endAt: numbe
         readAt = 0;
         const lock = await locks.acquire('handover-split');
         const acquiredAt = now();
-        const [woke, read] = [wokeAt, readAt];
+        // Not woken by a message: the last read is the reply that granted it (a same-process hand-over's release).
+        const [woke, read] = [wokeAt, wokeAt === 0 ? (sockets?.lastRead() ?? 0) : readAt];
         await sleep(HOLD_MS);
         const releasedAt = now();
         sockets?.noteNextWrite();
@@ -126,12 +128,20 @@ if (argv[0] === '--worker') {
     const wokenToHeld: number[] = [];
     // --timeline, other-process hand-overs whose every step was noted in order
     const steps = { toWrite: [] as number[], toRead: [] as number[], toWake: [] as number[] };
+    // --timeline, same-process hand-overs: release() → its write → the reply's read → holding
+    const sameSteps = { toWrite: [] as number[], toRead: [] as number[], toHeld: [] as number[] };
     for (let i = 1; i < holds.length; i++) {
       const prev = holds[i - 1] as (typeof holds)[number];
       const cur = holds[i] as (typeof holds)[number];
       const gap = cur.acquiredAt - prev.releasedAt;
-      if (cur.p === prev.p) same.push(gap);
-      else {
+      if (cur.p === prev.p) {
+        same.push(gap);
+        if (cur.wokeAt === 0 && prev.releasedAt <= prev.writtenAt && prev.writtenAt <= cur.readAt && cur.readAt <= cur.acquiredAt) {
+          sameSteps.toWrite.push(prev.writtenAt - prev.releasedAt);
+          sameSteps.toRead.push(cur.readAt - prev.writtenAt);
+          sameSteps.toHeld.push(cur.acquiredAt - cur.readAt);
+        }
+      } else {
         other.push(gap);
         if (cur.wokeAt > prev.releasedAt) wokenToHeld.push(cur.acquiredAt - cur.wokeAt);
         if (prev.releasedAt <= prev.writtenAt && prev.writtenAt <= cur.readAt && cur.readAt <= cur.wokeAt) {
@@ -151,7 +161,9 @@ if (argv[0] === '--worker') {
     if (TIMELINE)
       console.log(
         `  other process, step by step (p50 ms, ${steps.toWrite.length} hand-overs): release() → its write ${ms(steps.toWrite)}, ` +
-          `→ the next holder's read ${ms(steps.toRead)}, → woken ${ms(steps.toWake)}, → holding ${ms(wokenToHeld)}`,
+          `→ the next holder's read ${ms(steps.toRead)}, → woken ${ms(steps.toWake)}, → holding ${ms(wokenToHeld)}\n` +
+          `  same process, step by step (p50 ms, ${sameSteps.toWrite.length} hand-overs): release() → its write ${ms(sameSteps.toWrite)}, ` +
+          `→ the reply's read ${ms(sameSteps.toRead)}, → holding ${ms(sameSteps.toHeld)}`,
       );
   } finally {
     await Promise.all(nodes.map((n) => n.stop()));
