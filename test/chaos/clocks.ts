@@ -3,6 +3,8 @@
 // validity arithmetic (ttl - elapsed - ttl x driftFactor - 2 ms) still ends every window before the key does;
 // beyond it (--unsafe fast-clocks), a majority of fast nodes lets a second client in while the first is valid.
 import { seededRandom } from '../../src/cli/demo/chaos.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { startRedisNode, type LocalRedisNode } from '../../src/testing/index.js';
 import { faketimeAvailable, faketimeCommandPrefix } from '../support/faults/index.js';
 
@@ -48,4 +50,38 @@ export async function startNodesAt(rates: readonly number[]): Promise<LocalRedis
     throw failed.reason;
   }
   return nodes;
+}
+
+/** A node meant to run at FAST_RATE whose clock measures below this did not get its rate (libfaketime did not take hold). */
+const FAST_ENOUGH = 1.25;
+
+/**
+ * --unsafe fast-clocks: each node's clock rate as measured (its TIME across about 250 ms of real time), checked
+ * against the rate it was started at. A run whose fast clocks did not take hold would report 0 violations for
+ * the wrong reason: this throws instead, naming the node. Returns the measured rates, for the run's output.
+ */
+export async function checkFastClocks(nodes: readonly LocalRedisNode[], rates: readonly number[]): Promise<string> {
+  const clients = nodes.map((n) => new Redis(n.url, { lazyConnect: false, maxRetriesPerRequest: 1 }));
+  try {
+    const read = (): Promise<Array<[number, number]>> =>
+      Promise.all(
+        clients.map(async (c) => {
+          const [sec, usec] = await c.time();
+          return [Number(sec) * 1_000 + Number(usec) / 1_000, performance.now()] as [number, number];
+        }),
+      );
+    const before = await read();
+    await sleep(250);
+    const after = await read();
+    const measured = after.map(([node, real], i) => (node - before[i]![0]) / (real - before[i]![1]));
+    const slow = measured.findIndex((m, i) => rates[i]! >= FAST_RATE[0] && m < FAST_ENOUGH);
+    const shown = measured.map((m) => m.toFixed(2)).join(', ');
+    if (slow >= 0)
+      throw new Error(
+        `node ${slow} was started at ${rates[slow]}x real time but its clock measured ${shown.split(', ')[slow]}x: libfaketime did not take hold`,
+      );
+    return `clock rates measured: ${shown} (started at ${rates.join(', ')})`;
+  } finally {
+    for (const c of clients) c.disconnect();
+  }
 }

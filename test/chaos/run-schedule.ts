@@ -4,7 +4,7 @@
 import { Redis } from 'ioredis';
 import { startRedisNode, type LocalRedisNode } from '../../src/testing/index.js';
 import { startProxy, startWorkers, thaw, type Proxy, type WorkerPool } from '../support/faults/index.js';
-import { startNodesAt } from './clocks.js';
+import { checkFastClocks, clocksApplied, FAST_RATE, startNodesAt } from './clocks.js';
 import { addLatency, cutPaths, pauseServer, pauseWorker } from './shared-faults.js';
 import { judge } from './verdict.js';
 import { type Fault, type Schedule } from './schedule.js';
@@ -73,6 +73,8 @@ export async function runSchedule(s: Schedule): Promise<Outcome> {
   const proxies: Proxy[] = [];
   let pool: WorkerPool | undefined;
   try {
+    // Fast clocks that did not take hold would pass for a protocol that held: measured first (clocks.ts).
+    if (clocksApplied() && s.clockRates.some((r) => r >= FAST_RATE[0])) warnings.push(await checkFastClocks(started, s.clockRates));
     proxies.push(...(await Promise.all(lockNodes.nodes.map((n) => startProxy(n.port)))));
     const storePrefix = `chaos:${s.seed}:`;
     pool = await startWorkers(s.workers, (i) => ({
