@@ -162,7 +162,10 @@ class MutexWait {
     return this.#queued;
   }
 
-  /** What a first attempt that takes no place in line asks for (tryOnly of #queue), without building #queue. */
+  /**
+   * What an attempt that takes no place in line asks for (a first attempt; a fair one still lets queued waiters go
+   * first), without building #queue.
+   */
   #bareTry(): QueueOptions {
     return { fair: this.opts.fair && this.#waits, ticket: '', lease: this.#lease() };
   }
@@ -194,7 +197,7 @@ class MutexWait {
   async #wait(first: Attempt | FirstRoundFailed | undefined): Promise<WaitResult> {
     try {
       if (first instanceof FirstRoundFailed) throw first.error;
-      const bare = this.#watch ? this.#queue : tryOnly(this.#queue);
+      const bare = this.#watch ? this.#queue : this.#bareTry();
       const handed = this.#arrival?.handed;
       let last = first ?? ((handed && (await this.#takeHanded(handed))) || (await this.#round(false, bare)));
       if (this.#nodesFailed(last)) last = await this.#round(false, bare);
@@ -349,11 +352,6 @@ class MutexWait {
 /** The first round of MutexWait.run rejected (an abort, the manager closing): #wait throws it as its own. */
 class FirstRoundFailed {
   constructor(readonly error: unknown) {}
-}
-
-/** A first attempt that takes no place in line (see MutexWait.run); a fair one still lets queued waiters go first. */
-function tryOnly(queue: QueueOptions): QueueOptions {
-  return queue.ticket === '' && !queue.watch ? queue : { fair: queue.fair, ticket: '', lease: queue.lease };
 }
 
 /** How long to sleep after a failed attempt, and how many nodes must notify us to cut it short. */

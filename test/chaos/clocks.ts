@@ -61,7 +61,7 @@ const FAST_ENOUGH = 1.25;
  * the wrong reason: this throws instead, naming the node. Returns the measured rates, for the run's output.
  */
 export async function checkFastClocks(nodes: readonly LocalRedisNode[], rates: readonly number[]): Promise<string> {
-  const clients = nodes.map((n) => new Redis(n.url, { lazyConnect: false, maxRetriesPerRequest: 1 }));
+  const clients = nodes.map((n) => new Redis(n.url, { maxRetriesPerRequest: 1 }));
   try {
     const read = (): Promise<Array<[number, number]>> =>
       Promise.all(
@@ -78,7 +78,7 @@ export async function checkFastClocks(nodes: readonly LocalRedisNode[], rates: r
     const shown = measured.map((m) => m.toFixed(2)).join(', ');
     if (slow >= 0)
       throw new Error(
-        `node ${slow} was started at ${rates[slow]}x real time but its clock measured ${shown.split(', ')[slow]}x: libfaketime did not take hold`,
+        `node ${slow} was started at ${rates[slow]}x real time but its clock measured ${measured[slow]!.toFixed(2)}x: libfaketime did not take hold`,
       );
     return `clock rates measured: ${shown} (started at ${rates.join(', ')})`;
   } finally {

@@ -58,7 +58,7 @@ export class InFlight {
    * false when the request must wait in line (`enter`). The common case without a call back into the request.
    */
   take(): boolean {
-    if (this.#active >= (this.#unresponsive ? 1 : this.limit)) return false;
+    if (this.#active >= this.#slots()) return false;
     this.#active++;
     return true;
   }

@@ -54,7 +54,7 @@ export class DriverNode implements RedisNode {
   }
 
   run(script: Script, keys: readonly string[], args: readonly string[], requested: number, firstConnectMs = requested): Promise<unknown> {
-    const timeoutMs = this.everReady ? requested : this.allowFor(requested, firstConnectMs);
+    const timeoutMs = this.allowFor(requested, firstConnectMs);
     // The first time this node is sent a script, its body goes with it (EVAL): a new process then pays no
     // NOSCRIPT reply and second round trip. Requests sent behind it on the connection find it cached.
     const first = !this.scriptsSent.has(script);
@@ -232,25 +232,16 @@ class Request<T> implements Deadline, Slotted {
     this.#waitingForSlot = false;
     // It gave up while it waited (its stalled timer ran out): the slot goes to the next one at once.
     if (this.#done) return false;
-    this.#untrack();
+    this.node.deadlines.done(this);
     this.#send();
     return true;
   }
 
-  /**
-   * Handed to the client through the gate: its timeout counts from now. Every request on a ready connection
-   * passes here, so #track and #go are written out in line (a fresh process runs it unoptimised, once per node
-   * per round).
-   */
+  /** Handed to the client through the gate: its timeout counts from now. */
   #send(): void {
-    const sentAt = performance.now();
-    this.#sentAt = sentAt;
-    this.at = sentAt + this.timeoutMs;
-    const node = this.node;
-    node.deadlines.track(this);
-    const command = this.command;
-    const sent = command ? (node.driver.send(command) as Promise<T>) : (this.send as () => Promise<T>)();
-    sent.then(this.#answered, this.#failed);
+    this.#sentAt = performance.now();
+    this.#track(this.#sentAt + this.timeoutMs);
+    this.#go();
   }
 
   /** Slotted: the node stopped answering while this request waited for a slot: from now on the wait is the node's doing. */
@@ -308,13 +299,9 @@ class Request<T> implements Deadline, Slotted {
 
   readonly #answered = (value: T): void => {
     const now = performance.now();
-    const node = this.node;
-    // On the main connection the node is alive (#heard, in line: every answer passes here).
-    if (this.gated) {
-      node.lastHeard = now;
-      node.inFlight.answered();
-    }
+    this.#heard(now);
     if (!this.#settle()) return;
+    const node = this.node;
     // Progress: an answer to a request we still waited for (a late answer to one we gave up on is not).
     if (this.#sentAt !== undefined) node.lastProgress = now;
     node.lastError = undefined; // it answered: whatever went wrong before is over
@@ -352,7 +339,7 @@ class Request<T> implements Deadline, Slotted {
   #settle(): boolean {
     if (this.#done) return false;
     this.#done = true;
-    if (this.deadlinePending) this.node.deadlines.done(this);
+    this.node.deadlines.done(this);
     this.#stopWaiting?.();
     if (this.#sentAt !== undefined) this.node.inFlight.leave();
     return true;
@@ -361,10 +348,6 @@ class Request<T> implements Deadline, Slotted {
   #track(at: number): void {
     this.at = at;
     this.node.deadlines.track(this);
-  }
-
-  #untrack(): void {
-    if (this.deadlinePending) this.node.deadlines.done(this);
   }
 }
 
