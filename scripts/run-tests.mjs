@@ -33,7 +33,8 @@ const CONCURRENCY = Number(process.env.FENCELOCK_TEST_CONCURRENCY ?? 3);
 // The chaos teeth file comes after the others: its unsafe runs must catch a race, and beside the model's two
 // simulation lanes (both cores busy for the first 1-3 minutes) a whole run could miss every schedule's race
 // (2026-11-28, two clean-clone runs on a slow hour: fast-clocks 0 of 5 schedules, no-quarantine 0 of 8, each
-// found in the other runs at its first or third). Started after the first nine, it runs once the model is done or nearly.
+// found in the other runs at its first or third). It is started after the first nine; that did not cure it (the next
+// clean-clone run missed no-quarantine's 8 of 8 again), and why whole runs miss is not settled (docs/reliability.md).
 const START_FIRST = [
   'test/model/model.test.ts',
   'test/package/consumer.test.ts',
