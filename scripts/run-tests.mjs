@@ -30,11 +30,10 @@ const CONCURRENCY = Number(process.env.FENCELOCK_TEST_CONCURRENCY ?? 3);
 // once and built the package once: the model 196 s, the package 167 s, orders 84 s, teeth 70 s, node failures
 // 64 s, the demo 51 s, the bench 26 s.)
 //
-// The chaos teeth file comes after the others: its unsafe runs must catch a race, and beside the model's two
-// simulation lanes (both cores busy for the first 1-3 minutes) a whole run could miss every schedule's race
-// (2026-11-28, two clean-clone runs on a slow hour: fast-clocks 0 of 5 schedules, no-quarantine 0 of 8, each
-// found in the other runs at its first or third). It is started after the first nine; that did not cure it (the next
-// clean-clone run missed no-quarantine's 8 of 8 again), and why whole runs miss is not settled (docs/reliability.md).
+// The chaos teeth file comes after the others. Its unsafe runs must catch a race, and starved by the files beside
+// them a whole run could miss every schedule's race (clean-clone runs: fast-clocks 0 of 5, no-quarantine 0 of 8),
+// wherever the file started; they now run at a raised CPU priority where that is allowed (teeth.test.ts says why,
+// docs/reliability.md what was measured).
 const START_FIRST = [
   'test/model/model.test.ts',
   'test/package/consumer.test.ts',
