@@ -7,18 +7,11 @@
 // - A short run under every rule finds no violation.
 // - The same short run on etcd and on ZooKeeper (--backend), skipped without them.
 // All run the real command (test/chaos/main.ts) in a child process, as `npm run chaos` does: the unsafe runs
-// one at a time (they must catch a race), the safe runs two at a time.
-//
-// The unsafe runs start at a raised CPU priority (`nice -n -10`, which their nodes and workers inherit) where this
-// user may raise it (root, as in CI). Beside the suite's other files a run at normal priority is starved: its
-// workers barely take a lock between the nemesis's steps and it misses the race, schedule after schedule
-// (measured 2026-11-28 beside the model, packed-package, orders and demo files, load average 12-14, alternating:
-// seed 4014 found the double grant at the 8th, 4th and 3rd schedule at normal priority, at the 2nd, 1st and 1st
-// raised; three clean-clone runs had missed all 8). Raised, a run is what it is on a quiet machine, which is what
-// the budget claims. Without the right it runs at normal priority and says so in one line.
+// one at a time (they must catch a race), the safe runs two at a time. `npm test` runs this file alone, after the
+// others (scripts/run-tests.mjs): starved by the files beside it, a whole run could miss every schedule's race.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { faketimeAvailable } from '../support/faults/index.js';
 import { tsEntry } from '../support/entry.js';
@@ -35,18 +28,9 @@ interface Run {
   readonly violations: number;
 }
 
-/** `nice -n -10` where this user may raise a priority, else nothing (nice would only warn and run it as it is). */
-const RAISED: readonly string[] = (() => {
-  const probe = spawnSync('nice', ['-n', '-10', 'true'], { encoding: 'utf8' });
-  return probe.status === 0 && !probe.stderr ? ['nice', '-n', '-10'] : [];
-})();
-const NOT_RAISED =
-  'the unsafe runs at normal priority (raising it needs root or CAP_SYS_NICE): on a loaded machine they may miss their race';
-
-function chaos(args: readonly string[], timeoutMs: number, opts: { raised?: boolean } = {}): Promise<Run> {
+function chaos(args: readonly string[], timeoutMs: number): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const command = [...(opts.raised ? RAISED : []), process.execPath, ...tsEntry('test/chaos/main.ts'), ...args];
-    const child = spawn(command[0]!, command.slice(1), {
+    const child = spawn(process.execPath, [...tsEntry('test/chaos/main.ts'), ...args], {
       cwd: REPO_ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -85,13 +69,11 @@ function chaos(args: readonly string[], timeoutMs: number, opts: { raised?: bool
 const TEETH_SEED = 4014;
 const TEETH_BUDGET = 8;
 
-test(`--unsafe no-quarantine finds the majority-restart double grant within ${TEETH_BUDGET} schedules`, async (t) => {
-  if (RAISED.length === 0) t.diagnostic(NOT_RAISED);
+test(`--unsafe no-quarantine finds the majority-restart double grant within ${TEETH_BUDGET} schedules`, async () => {
   const run = await chaos(
     ['--unsafe', 'no-quarantine', '--seed', String(TEETH_SEED), '--schedules', String(TEETH_BUDGET), '--until-violation', '--no-shrink'],
     // A bound for a hang, not a wait: the whole budget at the ~17 s a schedule that a load average near 30 gave.
     150_000,
-    { raised: true },
   );
   console.log(`# ${run.output.trim().split('\n').at(-1)}`);
   assert.equal(run.violations, 1, run.output);
@@ -107,12 +89,10 @@ test(`--unsafe no-quarantine finds the majority-restart double grant within ${TE
 // the handed key having kept only what was left of the waiter's place in line, and fences not increasing).
 const WAKEUP_GRANT_BUDGET = 3;
 
-test(`--unsafe wakeup-grant finds a lock taken up from a wake-up within ${WAKEUP_GRANT_BUDGET} schedules`, async (t) => {
-  if (RAISED.length === 0) t.diagnostic(NOT_RAISED);
+test(`--unsafe wakeup-grant finds a lock taken up from a wake-up within ${WAKEUP_GRANT_BUDGET} schedules`, async () => {
   const run = await chaos(
     ['--unsafe', 'wakeup-grant', '--seed', '1000', '--schedules', String(WAKEUP_GRANT_BUDGET), '--until-violation', '--no-shrink'],
     90_000,
-    { raised: true },
   );
   console.log(`# ${run.output.trim().split('\n').at(-1)}`);
   assert.equal(run.violations, 1, run.output);
@@ -128,8 +108,7 @@ const FAST_CLOCKS_BUDGET = 5;
 test(
   `--unsafe fast-clocks finds overlapping valid windows within ${FAST_CLOCKS_BUDGET} schedules`,
   { skip: requireComponent(faketimeAvailable(), 'faketime (node clock rates)', 'faketime') },
-  async (t) => {
-    if (RAISED.length === 0) t.diagnostic(NOT_RAISED);
+  async () => {
     // Shrunk too (1 replay): the clock rates alone break the windows, so fewer steps keep failing.
     const run = await chaos(
       [
@@ -144,7 +123,6 @@ test(
         '1',
       ],
       90_000,
-      { raised: true },
     );
     console.log(`# ${run.output.trim().split('\n').at(-1)}`);
     assert.equal(run.violations, 1, run.output);
