@@ -29,7 +29,6 @@ const CONCURRENCY = Number(process.env.FENCELOCK_TEST_CONCURRENCY ?? 3);
 // the bench smoke run 25 s. (2026-11-26, load average 17-30, before the suite compiled its spawned entry points
 // once and built the package once: the model 196 s, the package 167 s, orders 84 s, teeth 70 s, node failures
 // 64 s, the demo 51 s, the bench 26 s.)
-//
 const START_FIRST = [
   'test/model/model.test.ts',
   'test/package/consumer.test.ts',

@@ -18,6 +18,8 @@ export interface Outcome {
   readonly violations: readonly string[];
   /** not violations, but worth a look: workers that did not exit cleanly, steps that failed to apply */
   readonly warnings: readonly string[];
+  /** a fast-clocks schedule's node clock rates as measured before its workload (clocks.ts checkFastClocks) */
+  readonly clockRates?: string;
   /** what the workers counted (holds, accepted and rejected writes, losses), shown with --verbose */
   readonly summary?: string;
 }
@@ -74,7 +76,8 @@ export async function runSchedule(s: Schedule): Promise<Outcome> {
   let pool: WorkerPool | undefined;
   try {
     // Fast clocks that did not take hold would pass for a protocol that held: measured first (clocks.ts).
-    if (clocksApplied() && s.clockRates.some((r) => r >= FAST_RATE[0])) warnings.push(await checkFastClocks(started, s.clockRates));
+    const clockRates =
+      clocksApplied() && s.clockRates.some((r) => r >= FAST_RATE[0]) ? await checkFastClocks(started, s.clockRates) : undefined;
     proxies.push(...(await Promise.all(lockNodes.nodes.map((n) => startProxy(n.port)))));
     const storePrefix = `chaos:${s.seed}:`;
     pool = await startWorkers(s.workers, (i) => ({
@@ -107,7 +110,7 @@ export async function runSchedule(s: Schedule): Promise<Outcome> {
       { url: storage.url, prefix: storePrefix, resources: s.resources },
       warnings,
     );
-    return { operations, faults, violations, warnings, summary };
+    return { operations, faults, violations, warnings, summary, clockRates };
   } finally {
     if (pool) {
       for (const w of pool.workers) thaw(w);
