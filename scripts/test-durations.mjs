@@ -4,6 +4,7 @@
 // words. Two runs (before and after a change, two concurrency settings) can be compared file by file.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { sourcePath } from './test-paths.mjs';
 
 export const DURATIONS_FILE = '.tmp/test-durations.json';
 
@@ -17,7 +18,7 @@ export function recordDurations() {
     const { name, file, nesting, details } = event.data;
     // the file itself: the runner reports each file's process as a test named by the file's path
     if (nesting !== 0 || !file || name !== file || typeof details?.duration_ms !== 'number') return;
-    files[path.relative(process.cwd(), file)] = { ms: Math.round(details.duration_ms), passed: details.passed !== false };
+    files[sourcePath(file)] = { ms: Math.round(details.duration_ms), passed: details.passed !== false };
     writeFileSync(DURATIONS_FILE, `${JSON.stringify({ startedAt, updatedAt: new Date().toISOString(), files }, null, 2)}\n`);
   };
 }

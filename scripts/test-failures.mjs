@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { inspect } from 'node:util';
+import { sourcePath } from './test-paths.mjs';
 
 export const FAILURES_DIR = '.tmp/test-failures';
 
@@ -51,7 +52,7 @@ export function keepFailures() {
       return;
     }
     if (fileItself && entry.out === undefined) {
-      const relative = path.relative(process.cwd(), file);
+      const relative = sourcePath(file);
       // run-tests.mjs names its run, so that it lists only its own files (concurrent runs share the folder).
       const stamp = process.env.FENCELOCK_TEST_RUN ?? new Date().toISOString().replace(/[:.]/g, '-');
       mkdirSync(FAILURES_DIR, { recursive: true });

@@ -4,11 +4,11 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { tsEntry } from './support/entry.js';
 import { requireEtcd, requireZooKeeper } from './support/optional.js';
+import { REPO_ROOT } from './support/repo.js';
 
-const repo = fileURLToPath(new URL('..', import.meta.url));
+const repo = REPO_ROOT;
 const EXIT_WITHIN_MS = 10_000;
 
 interface ChildResult {

@@ -10,13 +10,13 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DESIGN_LIBRARIES, MODES, PROFILES, WORKLOADS } from '../../bench/config.js';
 import { notApplicable, SMOKE_LIBRARIES as LIBRARIES } from '../../bench/libraries/index.js';
 import { SMOKE_CELLS } from '../../bench/smoke.js';
 import type { CellResult, Mode, RunReport, WorkloadId } from '../../bench/types.js';
+import { REPO_ROOT } from '../support/repo.js';
 
-const repo = fileURLToPath(new URL('../..', import.meta.url));
+const repo = REPO_ROOT;
 // The quick run: 41 cells in 2 processes (its cells share one; etcd and ZooKeeper's another) plus W4's 2 workers,
 // 37 s of CPU (it was 160 cells in 84 processes: 167 s idle, 224 s in a full suite run), 2026-11-26; 99 s on
 // a 2-core machine loaded 12-fold by others. The limit leaves room for such a machine.

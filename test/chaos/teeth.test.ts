@@ -1,60 +1,18 @@
-// The chaos generator's CI budget: it has teeth, and the library passes it.
+// The chaos generator's CI budget, part 1: it has teeth.
 // - With --unsafe no-quarantine (restartQuarantine: false, majorities restarted empty) it finds the
 //   majority-restart double grant from scratch within a bounded number of schedules.
 // - With --unsafe fast-clocks (a majority of nodes 1.5-3x fast, under faketime) it finds two valid holders.
 // - With --unsafe wakeup-grant (a waiter takes the hand-over's wake-up as its grant, unconfirmed) it finds two
 //   valid holders or a fence that did not increase.
-// - A short run under every rule finds no violation.
-// - The same short run on etcd and on ZooKeeper (--backend), skipped without them.
-// All run the real command (test/chaos/main.ts) in a child process, as `npm run chaos` does: the unsafe runs
-// one at a time (they must catch a race), the safe runs two at a time. `npm test` runs this file alone, after the
-// others (scripts/run-tests.mjs): starved by the files beside it, a whole run could miss every schedule's race.
-import { describe, test } from 'node:test';
+// Each runs the real command (test/chaos/main.ts) in a child process, as `npm run chaos` does, one at a time: they
+// must catch a race. `npm test` runs this file alone, after the others (scripts/run-tests.mjs): starved by the files
+// beside it, a whole run could miss every schedule's race. Part 2, that the library passes the same runs under
+// every rule, is rules.test.ts, which runs beside the other files.
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { faketimeAvailable } from '../support/faults/index.js';
-import { tsEntry } from '../support/entry.js';
-import { requireComponent, requireEtcd, requireZooKeeper } from '../support/optional.js';
-
-const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const LAST_LINE = /^schedules (\d+), operations (\d+), faults (\d+), violations (\d+) \(seeds (\d+)-(\d+)\)$/m;
-
-interface Run {
-  readonly output: string;
-  readonly schedules: number;
-  readonly operations: number;
-  readonly faults: number;
-  readonly violations: number;
-}
-
-function chaos(args: readonly string[], timeoutMs: number): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...tsEntry('test/chaos/main.ts'), ...args], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    // On a hang: SIGTERM first, so that the run stops the servers it started by their PIDs (src/testing/processes.ts
-    // does on SIGTERM; a SIGKILL left them running), then SIGKILL if it has not exited after a grace.
-    let hardKill: NodeJS.Timeout | undefined;
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      hardKill = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    }, timeoutMs);
-    child.once('error', reject);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      clearTimeout(hardKill);
-      const m = LAST_LINE.exec(output);
-      if (code !== 0 || !m) return reject(new Error(`chaos ${args.join(' ')} exited ${signal ?? code}\n${output}`));
-      const [schedules, operations, faults, violations] = m.slice(1, 5).map(Number) as [number, number, number, number];
-      resolve({ output, schedules, operations, faults, violations });
-    });
-  });
-}
+import { requireComponent } from '../support/optional.js';
+import { chaos } from './run-chaos.js';
 
 // From a seed whose own schedule has the bug's ingredients: seed 4014 restarts all five nodes empty three times
 // (t+310, t+876 and t+2116 ms, with two worker pauses, over three resources). Its schedule alone showed the
@@ -133,30 +91,3 @@ test(
     assert.doesNotMatch(run.output, /store accepted a stale write|fence did not increase/);
   },
 );
-
-// The runs under every rule, two at a time: each mostly waits (on its schedule's 2.5-4 s of workload, on starting
-// nodes, members and workers: ~6 s of CPU in ~15 s), and no violation under the rules is the claim at any load.
-describe('under every rule', { concurrency: 2 }, () => {
-  test('a short run under every rule: 4 schedules, 0 violations', async () => {
-    const run = await chaos(['--seed', '1', '--schedules', '4'], 60_000);
-    console.log(`# ${run.output.trim().split('\n').at(-1)}`);
-    assert.equal(run.schedules, 4);
-    assert.ok(run.operations > 20 && run.faults > 5, run.output);
-    assert.equal(run.violations, 0, run.output);
-  });
-
-  // etcd and ZooKeeper (--backend): a short run under every rule finds no violation, with faults applied and
-  // operations done. Measured: about 11 s a schedule for either (starting 3 members, a Redis store and the workers).
-  for (const [backend, skip] of [
-    ['etcd', requireEtcd('etcd (the chaos run on etcd)')],
-    ['zookeeper', requireZooKeeper('ZooKeeper (the chaos run on ZooKeeper)')],
-  ] as const) {
-    test(`--backend ${backend}: a short run under every rule: 1 schedule, 0 violations`, { skip }, async () => {
-      const run = await chaos(['--backend', backend, '--seed', '1', '--schedules', '1'], 60_000);
-      console.log(`# ${run.output.trim().split('\n').at(-1)}`);
-      assert.equal(run.schedules, 1);
-      assert.ok(run.operations > 0 && run.faults > 0, run.output);
-      assert.equal(run.violations, 0, run.output);
-    });
-  }
-});

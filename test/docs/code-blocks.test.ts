@@ -7,7 +7,6 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { LockManager } from '../../src/index.js';
 import { startRedisNodes, type LocalRedisNodes } from '../../src/testing/index.js';
@@ -16,8 +15,9 @@ import { codeBlocks, docFiles, isExecuted, type CodeBlock } from '../support/cod
 import { databaseUrl, postgresUp, startEmbeddedPostgres } from '../support/postgres.js';
 import { blockProgram } from './block-program.js';
 import { SETUPS, type BlockSetup } from './block-setups.js';
+import { REPO_ROOT } from '../support/repo.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = REPO_ROOT;
 /** Where the programs are written (git- and lint-ignored), and src/ as seen from there. */
 const OUT = join(ROOT, '.tmp', 'doctest');
 const SRC_FROM_OUT = '../../src';

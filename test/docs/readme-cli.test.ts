@@ -6,14 +6,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { LockManager } from '../../src/index.js';
 import { startRedisNodes, type LocalRedisNodes } from '../../src/testing/index.js';
 import { eventually } from '../support/harness.js';
 import { runCli, type CliResult } from '../support/child.js';
 import { codeBlocks } from '../support/code-blocks.js';
+import { REPO_ROOT } from '../support/repo.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = REPO_ROOT;
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const section = README.slice(README.indexOf('## Command line'), README.indexOf('## Documentation'));
 const shBlocks = codeBlocks(ROOT, 'README.md').filter((b) => b.lang === 'sh' && section.includes(b.code));

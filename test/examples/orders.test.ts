@@ -48,7 +48,7 @@ const fenceOf = async (db: OrdersDatabase, resource: string): Promise<bigint> =>
 const stockOf = async (db: OrdersDatabase, sku: string): Promise<number> => count(db, 'SELECT qty AS n FROM stock WHERE sku = $1', [sku]);
 
 test('schema.sql: its fence table is the one fenceTableSql() creates', async () => {
-  const schema = await readFile(new URL('../../examples/orders/schema.sql', import.meta.url), 'utf8');
+  const schema = await readFile('examples/orders/schema.sql', 'utf8');
   assert.ok(schema.includes(`${fenceTableSql()};`), 'schema.sql holds fenceTableSql() verbatim');
 });
 

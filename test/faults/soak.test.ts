@@ -5,7 +5,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startRedisNode, startRedisNodes, type LocalRedisNode, type LocalRedisNodes } from '../../src/testing/index.js';
 import { tsEntry } from '../support/entry.js';
@@ -13,9 +12,9 @@ import { eventually } from '../support/harness.js';
 import { checkHistory, decodeRecord, storeLogs, type HistoryRecord } from '../support/faults/index.js';
 import { scale } from './chaos-scale.js';
 import type { SoakConfig, SoakMessage, SoakReport } from './soak-worker.js';
+import { REPO_ROOT } from '../support/repo.js';
 
 const WORKER_FILE = 'test/faults/soak-worker.ts';
-const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const WORKERS = 5;
 const USERS = 200;
 const RESOURCES = 100;

@@ -24,8 +24,9 @@ withNodeSets('lazy lock upkeep', [1], (env) => {
       }
     };
     globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
-      // The lock upkeep's timers are the scheduler's (the Redis client's request deadlines have their own).
-      if (new Error().stack?.includes('scheduler.ts')) timers++;
+      // The lock upkeep's timers are the scheduler's (the Redis client's request deadlines have their own); its
+      // compiled copy under npm test (scripts/test-build.mjs), the source through tsx.
+      if (/scheduler\.[jt]s:/.test(new Error().stack ?? '')) timers++;
       return realSetTimeout(...args);
     }) as typeof setTimeout;
     try {

@@ -8,14 +8,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startEtcdCluster, startRedisNode, startZooKeeperEnsemble } from '../../src/testing/index.js';
 import { requireEtcd, requireZooKeeper } from '../support/optional.js';
 import { builtPackageTests } from './built-package.js';
 import { installProject, packFencelock, run, type Run } from './consumer-project.js';
 import { CONSUMERS, program, TSCONFIG, type Consumer } from './consumer-sources.js';
+import { REPO_ROOT } from '../support/repo.js';
 
-const repo = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '');
+const repo = REPO_ROOT;
 const tsc = path.join(repo, 'node_modules/typescript/bin/tsc');
 /** A missing library must end the call this fast; the calls wait up to 30 s otherwise (their timeout). */
 const AT_ONCE_MS = 10_000;

@@ -5,13 +5,13 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { startRedisNode } from '../../src/testing/index.js';
 import { runTs } from '../support/child.js';
 import { codeBlocks } from '../support/code-blocks.js';
 import { splitImports } from '../docs/block-program.js';
+import { REPO_ROOT } from '../support/repo.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = REPO_ROOT;
 mkdirSync(join(ROOT, '.tmp'), { recursive: true }); // git-ignored; absent in a fresh clone
 
 test('codeBlocks: languages, lines, fragment markers (with and without a runnable file) and malformed ones', () => {

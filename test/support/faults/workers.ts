@@ -1,16 +1,15 @@
 // Lock-worker processes for the reliability suite: N real processes contending
 // for locks, each streaming its history to this (parent) process over IPC.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { LockManagerOptions, WithLockOptions } from '../../../src/index.js';
 import { tsEntry } from '../entry.js';
 import { decodeRecord, type HistoryRecord } from './history.js';
 import type { HoldStats } from './hold-loop.js';
 import type { OpVariation } from './ops.js';
+import { REPO_ROOT } from '../repo.js';
 
 const WORKER_FILE = 'test/support/faults/lock-worker.ts';
 /** `--import tsx` and WORKER_FILE resolve from the working directory: run workers from the repository root. */
-const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const OUTPUT_TAIL = 16_384;
 
 /** What every worker runs; JSON-safe, since it travels on the command line. */
