@@ -90,6 +90,27 @@ try {
       }),
     ]);
   }
+  // The two hand-overs inside the release (W3's and W4's), each key set first and, for W4's, a waiter of another
+  // process queued (its place live for 15 s): the releaser passes its fence hint ('' here) and so the marker.
+  const waiter = (i: number): string => `abcdefgh.${i}`.padEnd(34, 'x');
+  rows.push([
+    "fencelock release.lua, granting the releasing process's next caller (W3's hand-over)",
+    await measure('evalsha', (p, i) => {
+      const t = `t${i}`;
+      p.set(`f:{r${i}}:lock`, t, 'PX', 10_000);
+      p.evalsha(release, 2, `f:{r${i}}:lock`, 'f:{node}:marker', t, '', waiter(i), '1700000000000.000', '10000', '0', '15000');
+    }),
+  ]);
+  rows.push([
+    "fencelock release.lua, granting a queued waiter of another process, told by PUBLISH (W4's)",
+    await measure('evalsha', (p, i) => {
+      const t = `t${i}`;
+      p.set(`f:{r${i}}:lock`, t, 'PX', 10_000);
+      p.zadd(`f:{r${i}}:queue`, '1700000000000.000', waiter(i));
+      p.zadd(`f:{r${i}}:leases`, String(Date.now() + 15_000), waiter(i));
+      p.evalsha(release, 2, `f:{r${i}}:lock`, 'f:{node}:marker', t, '');
+    }),
+  ]);
   console.log(`Redis CPU per call, µs (${N} calls each, pipelined ${BATCH} at a time, INFO commandstats)`);
   for (const [label, us] of rows) console.log(`${us.toFixed(2).padStart(7)}  ${label}`);
 } finally {

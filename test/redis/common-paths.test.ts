@@ -1,4 +1,5 @@
-// The scripts' common paths (acquire.lua's cheap path, release.lua's compare-and-delete), which run before the
+// The scripts' common paths (acquire.lua's cheap path, release.lua's compare-and-delete and its grant to the
+// releasing process's next caller with nobody queued), which run before the
 // shared functions are built: each must answer and write exactly what the general path would, and hand every
 // case it does not cover (a new or untrusted node, a longer ttl, a fence hint, the age asked for, a queue) to
 // the general path. Script by script on a real node.
@@ -112,5 +113,56 @@ describe('acquire.lua and release.lua: the common paths', () => {
     await admin().zadd(h.leases, Date.now() + 60_000, 'next-waiter-0123456789');
     assert.equal(await release(handed, 'me'), 1);
     assert.equal(await admin().get(h.lock), 'next-waiter-0123456789', 'the general path handed it to the waiter');
+  });
+
+  // redlock.ts releaseTo: the releaser's fence as the hint, then the successor's token, ticket, ttl and age flag.
+  const releaseTo = (resource: string, hint: string, successor: string, ttl: string, age = '0'): Promise<string> =>
+    admin().eval(releaseLua, 2, keysOf(resource).lock, MARKER, 'me', hint, successor, '1700000000000.000', ttl, age, '15000').then(String);
+
+  test('release to the next caller of its process, nobody queued: the grant reply with the next fence, its ttl on the key', async () => {
+    await trustedNode('10000', '50');
+    const r = uniqueResource('to-successor');
+    await admin().set(keysOf(r).lock, 'me', 'PX', 60_000);
+    assert.equal(await releaseTo(r, '50', 'successor-0123456789abcdef', '5000'), `1 51 ${EPOCH} -1 1 10000`);
+    assert.equal(await admin().get(keysOf(r).lock), 'successor-0123456789abcdef');
+    const pttl = await admin().pttl(keysOf(r).lock);
+    assert.ok(pttl > 4_000 && pttl <= 5_000, `its lease is the successor's ttl: ${pttl}`);
+    assert.deepEqual(await admin().hmget(MARKER, 'fence', 'ttl'), ['51', '10000']);
+
+    // not ours: left alone, nothing drawn (the general path says 0)
+    await admin().set(keysOf(r).lock, 'someone-else', 'PX', 60_000);
+    assert.equal(await releaseTo(r, '51', 'successor-0123456789abcdef', '5000'), '0');
+    assert.equal(await admin().hget(MARKER, 'fence'), '51');
+  });
+
+  test('release to the next caller: a hint above the counter, a longer ttl, the age asked for, an untrusted node, a 0.1 counter or a queue take the general path', async () => {
+    const r = uniqueResource('to-successor-general');
+    const k = keysOf(r);
+    const next = 'successor-fedcba9876543210';
+    const fresh = async (ttl: string, fence: string): Promise<void> => {
+      await trustedNode(ttl, fence);
+      await admin().del(k.queue, k.leases, k.fence);
+      await admin().set(k.lock, 'me', 'PX', 60_000);
+    };
+    await fresh('10000', '5');
+    assert.equal(fields(await releaseTo(r, '100', next, '5000'))[1], '101', 'the counter raised to the hint, then one more');
+    await fresh('3000', '5');
+    assert.deepEqual(fields(await releaseTo(r, '5', next, '9000')).slice(0, 2), ['1', '6']);
+    assert.equal(await admin().hget(MARKER, 'ttl'), '9000', 'the longest ttl recorded');
+    await fresh('10000', '5');
+    const [, , , age] = fields(await releaseTo(r, '5', next, '5000', '1'));
+    assert.ok(Number(age) >= 59_000, `asked for, the age is read: ${age}`);
+    await fresh('10000', '5');
+    await admin().hset(MARKER, 'trusted', '0');
+    assert.equal(fields(await releaseTo(r, '5', next, '5000'))[4], '0', 'untrusted, and says so');
+    await fresh('10000', '5');
+    await admin().hset(k.fence, 'n', '70');
+    assert.equal(fields(await releaseTo(r, '5', next, '5000'))[1], '71', 'the 0.1 counter folded in first');
+    assert.equal(await admin().exists(k.fence), 0);
+    await fresh('10000', '5');
+    await admin().zadd(k.queue, '1', 'abcdefgh.waiter-first-in-line');
+    await admin().zadd(k.leases, Date.now() + 60_000, 'abcdefgh.waiter-first-in-line');
+    assert.equal(fields(await releaseTo(r, '5', next, '5000'))[0], '0', 'the waiter arrived first: the successor is queued behind it');
+    assert.equal(await admin().get(k.lock), 'abcdefgh.waiter-first-in-line', 'and the lock went to the waiter');
   });
 });
