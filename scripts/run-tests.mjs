@@ -5,9 +5,9 @@
 // .tmp/test-durations.json), and where the whole output of each file that failed was kept
 // (scripts/test-failures.mjs: .tmp/test-failures/); scripts/test-reporter.mjs records both. FENCELOCK_TEST_CONCURRENCY sets how many files run at once.
 // Before the files start it compiles the test files and the entry points they spawn as child processes
-// (scripts/test-build.mjs): the runner runs the copies, with --enable-source-maps, so that a stack names the .ts
-// source and its line; the runner's own output names the copies (.tmp/test-build/<pid>/test/…/x.test.js), the
-// durations and the kept failures name the sources. A single file through tsx: `node --import tsx --test <file>`.
+// (scripts/test-build.mjs): the runner runs the copies (.tmp/test-build/<pid>/test/…/x.test.js), with
+// --enable-source-maps, so that stacks and test locations name the .ts source and its line; the durations and the
+// kept failures name the sources too. A single file through tsx: `node --import tsx --test <file>`.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
