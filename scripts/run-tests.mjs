@@ -33,7 +33,10 @@ const CONCURRENCY = Number(process.env.FENCELOCK_TEST_CONCURRENCY ?? 3);
 // the bench smoke run 25 s. On 2026-11-28, on a fresh machine, the test files run from their compiled copies and
 // the teeth file's safe runs moved beside the others (rules.test.ts): 806 tests, 1,050 s of file time in 373 s
 // of wall, the whole of `npm test` 6 min 33 s with 596 s of CPU (through tsx, the teeth file whole: 8 min 01 s,
-// 765 s of CPU, the files 1,260 s in 457 s). (2026-11-26, load average 17-30, before the suite compiled its spawned entry points
+// 765 s of CPU, the files 1,260 s in 457 s). Later that day, on a slower machine of the kind, `npm test` took
+// 8 min 16 s (the files 1,309 s in 466 s: the model 140 s, the packed package 105 s): the model file ran its two quint
+// lanes at once, both cores busy for the suite's first 95 s; one lane after the other, 7 min 21 s with 708 s of
+// CPU (the files 1,168 s in 415 s: the model 127 s, the packed package 55 s). (2026-11-26, load average 17-30, before the suite compiled its spawned entry points
 // once and built the package once: the model 196 s, the package 167 s, orders 84 s, teeth 70 s, node failures
 // 64 s, the demo 51 s, the bench 26 s.)
 const START_FIRST = [
