@@ -1,7 +1,7 @@
 // Diagnostic only, not a benchmark: W1 on one node with the client and the Redis node pinned to CPUs, so that
 // where the scheduler puts them is no longer part of the figure (docs/benchmarks.md, "W1 and where the
 // scheduler puts the processes"). Each cell is a fresh process, as in W1: the library's adapter from the
-// benchmark (bench/libraries/), 200 warm-up pairs, then 2,000 timed ones on fresh keys, p50 of the pair.
+// benchmark (bench/libraries/), W1's warm-up pairs (200), then its timed ones (2,000) on fresh keys, p50 of the pair.
 //
 //   together  the client and its node on CPU 1: every round trip is a hand-off between two processes of
 //             one CPU, so the pair costs about what both spend on CPU
@@ -14,14 +14,15 @@
 //   npm run build && node --import tsx bench/placement.ts [--rounds 3]
 import { execFileSync, spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { percentile } from './stats.js';
+import { PROFILES } from './config.js';
 import { numberOption } from './diagnostic-args.js';
+import { percentile } from './stats.js';
+import { timedPairs } from './workloads/w1-latency.js';
 
 const LIBRARIES = ['raw-floor', 'fencelock/ioredis'] as const;
 const PLACEMENTS = { together: '1', apart: '0' } as const;
 type Placement = keyof typeof PLACEMENTS;
-const WARMUP = 200;
-const PAIRS = 2_000;
+const { warmupPairs: WARMUP, w1 } = PROFILES.full;
 
 interface CellRun {
   library: string;
@@ -44,14 +45,10 @@ async function cell(library: string, placement: Placement): Promise<void> {
     execFileSync('taskset', ['-a', '-p', '-c', PLACEMENTS[placement], String(pid)], { stdio: 'ignore' });
     const lib = (await libraryEntry(library).load()).create({ w5Ttl: 3_000 });
     await lib.setup([node.url], 'single');
-    const pairs: number[] = [];
-    for (let i = 0; i < WARMUP + PAIRS; i++) {
-      const started = performance.now();
-      await lib.release(await lib.acquire(`placement:${i}`));
-      if (i >= WARMUP) pairs.push(performance.now() - started);
-    }
+    await timedPairs(lib, 'placement:warmup', WARMUP);
+    const { pair } = await timedPairs(lib, 'placement', w1.ops);
     await lib.close();
-    const run: CellRun = { library, placement, p50Us: (percentile(pairs, 50) as number) * 1000 };
+    const run: CellRun = { library, placement, p50Us: (percentile(pair, 50) as number) * 1000 };
     console.log(JSON.stringify(run));
   } finally {
     await node.stop();

@@ -17,7 +17,8 @@ interface Timed {
   pair: number[];
 }
 
-async function timedPairs(lib: LockLibrary, prefix: string, count: number): Promise<Timed> {
+/** `count` acquire + release pairs on fresh keys, one after the other, each timed (also bench/placement.ts). */
+export async function timedPairs(lib: LockLibrary, prefix: string, count: number): Promise<Timed> {
   const t: Timed = { acquire: [], release: [], pair: [] };
   for (let i = 0; i < count; i++) {
     const t0 = performance.now();
