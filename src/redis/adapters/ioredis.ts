@@ -76,6 +76,8 @@ export class IoredisDriver implements ClientDriver, TurnEnd {
   private severalLastTurn = false;
   /** the socket of this turn's requests (a reconnect brings a new one: the cork comes off the one it went on) */
   private stream: Corkable | undefined;
+  /** ours on the client; close() takes it off again: a caller's client outlives many managers */
+  private readonly onClientError = (e: Error): void => this.emitError(e);
 
   constructor(
     readonly name: string,
@@ -100,7 +102,7 @@ export class IoredisDriver implements ClientDriver, TurnEnd {
       return;
     }
     this.client = client;
-    client.on('error', (e: Error) => this.emitError(e));
+    client.on('error', this.onClientError);
     for (const callback of [...this.pendingReady]) {
       this.pendingReady.delete(callback);
       this.whenReady(callback);
@@ -200,6 +202,9 @@ export class IoredisDriver implements ClientDriver, TurnEnd {
     this.subscriber = undefined;
     this.subscriberReady = undefined;
     if (subscriber) subscriber.disconnect();
+    // A caller's client keeps no listener of a closed manager (nor the manager, through it). One we made keeps it
+    // until it is disconnected below.
+    if (!this.owned) this.client?.removeListener('error', this.onClientError);
     if (this.owned && this.client) {
       const client = this.client;
       await Promise.race([client.quit().catch(() => undefined), new Promise((r) => setTimeout(r, 200).unref())]);

@@ -89,12 +89,14 @@ export class NodeRedisDriver implements ClientDriver {
   private readonly handlers = new Map<string, (message: string) => void>();
   private readonly errorListeners: Array<(e: Error) => void> = [];
   private closed = false;
+  /** ours on the client; close() takes it off again: a caller's client outlives many managers */
+  private readonly onClientError = (e: Error): void => this.emitError(e);
 
   constructor(private readonly client: NodeRedisLike) {
     this.name = nodeRedisName(client);
     this.isCluster = isNodeRedisCluster(client);
     // node-redis throws an 'error' event with no listener; a lock library must not crash the process for a node outage.
-    client.on('error', (e: Error) => this.emitError(e));
+    client.on('error', this.onClientError);
   }
 
   state(): 'ready' | 'connecting' | 'closed' {
@@ -135,6 +137,8 @@ export class NodeRedisDriver implements ClientDriver {
 
   async close(): Promise<void> {
     this.closed = true;
+    // The client is the caller's: it keeps no listener of a closed manager (nor the manager, through it).
+    this.client.removeListener('error', this.onClientError);
     const sub = this.subscriberClient;
     this.subscriber = undefined;
     this.subscriberClient = undefined;
