@@ -96,6 +96,8 @@ export class ZooKeeperStore {
   readonly #given: Client | undefined;
   #session: Promise<Session> | undefined;
   #closed = false;
+  /** takes the session's expiry listener off its client: close() calls it, so that the user's client keeps none of ours */
+  #unwatchSession: (() => void) | undefined;
   /** told when a session expires: the grants made under it are lost */
   readonly #expiry = new Set<(sessionId: string) => void>();
 
@@ -185,7 +187,7 @@ export class ZooKeeperStore {
       this.#timeout,
       () => new NodeError(this.name, `could not connect within ${this.#timeout} ms`),
     ).finally(() => client.removeListener('state', onState!));
-    client.on('state', (state) => {
+    const onExpiry = (state: { name: string }): void => {
       if (state.name !== 'EXPIRED') return;
       for (const listener of this.#expiry) listener(session.id);
       // Ours: the next call makes a new client. The user's client stays expired: calls fail, naming it.
@@ -193,7 +195,11 @@ export class ZooKeeperStore {
         client.close();
         if (!this.#closed) this.#session = undefined;
       }
-    });
+    };
+    // Closed while connecting: nothing to follow (close() has already taken off what it found).
+    if (this.#closed) return session;
+    client.on('state', onExpiry);
+    this.#unwatchSession = () => client.removeListener('state', onExpiry);
     return session;
   }
 
@@ -333,9 +339,11 @@ export class ZooKeeperStore {
     }
   }
 
-  /** Closes the client if the manager made it. */
+  /** Stops following the session, and closes the client if the manager made it. */
   async close(): Promise<void> {
     this.#closed = true;
+    // A user's client outlives the manager: it keeps no listener of ours (nor the manager, through it).
+    this.#unwatchSession?.();
     if (!this.#owned) return;
     const session = await this.#session?.catch(() => undefined);
     session?.client.close();

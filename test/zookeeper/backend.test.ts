@@ -91,16 +91,23 @@ describe('zookeeper backend', { skip: requireZooKeeper('ZooKeeper (the ZooKeeper
     assert.ok(info.nodes[0]?.error, 'inspect reports the error instead of throwing');
   });
 
-  test('the user’s own client: used as given (connected later is fine), never closed by the manager', async () => {
+  test('the user’s own client: used as given (connected later is fine), never closed by the manager, left without our listeners', async () => {
     const client = zookeeper.createClient(ensemble.connectionString, { sessionTimeout: 4_000 });
-    const locks = new LockManager(client, { ttl: 4_000 });
-    client.connect();
-    const lock = await locks.acquire('own-client');
-    assert.ok(lock.fence > 0n);
-    await lock.release();
-    await locks.close();
-    assert.equal(client.getState().name, 'SYNC_CONNECTED', 'still open after the manager closed');
-    client.close();
+    try {
+      const listeners = client.listenerCount('state');
+      const locks = new LockManager(client, { ttl: 4_000 });
+      managers.push(locks); // closed by the suite too, should an assertion fail first
+      client.connect();
+      const lock = await locks.acquire('own-client');
+      assert.ok(lock.fence > 0n);
+      assert.equal(client.listenerCount('state'), listeners + 1, "the manager follows the session's expiry");
+      await lock.release();
+      await locks.close();
+      assert.equal(client.getState().name, 'SYNC_CONNECTED', 'still open after the manager closed');
+      assert.equal(client.listenerCount('state'), listeners, 'a closed manager leaves no listener on the client (nor itself, through one)');
+    } finally {
+      client.close(); // also when an assertion failed: an open client would keep the test process alive
+    }
   });
 
   test('forceRelease under withLock: lock.signal aborts at once, not at the next extension', async () => {
